@@ -1,0 +1,3 @@
+from logan.cli import main
+
+main()

@@ -1,0 +1,422 @@
+"""Classification: which environment, endpoint class and requester a request belongs to.
+
+Everything here produces SQL *expressions* over the canonical columns of one row, so the
+ingest can classify inside its INSERT ... SELECT (vectorized, no Python per line) and
+`reclassify` can rerun the same expressions as an UPDATE. Log content never becomes SQL
+text; only constants of our own and values from the user's rules file do, and those go
+through `sql_literal`.
+
+Profiles
+- puppet: `/{environment}/{indirection}/{key}` (Puppet 2.x/3.x),
+  `/puppet/v3/{indirection}/{key}?environment=...` and `/puppet-ca/v1/{indirection}/{key}`
+  (4.x and later). For catalog/report/node/facts the key is the agent's certname, so it is
+  the requester. Paths of another shape fall back to the generic profile.
+- generic: a route template per path: segments that are numeric ids, UUIDs, dates, hex
+  hashes or long random tokens become {id}, {uuid}, {date}, {hash}, {token}, and the name
+  of a static file (images, css, js, fonts, html, archives...) becomes {file} keeping its
+  extension: serving `/img/a.png` and `/img/b.png` is one endpoint, while `/login.php` and
+  `/xmlrpc.php` (dynamic extensions) stay apart. The query string is never part of a route.
+  The route is prefixed with the vhost when the log has one. `indirector` is the route's
+  first path segment, extended over API prefixes (`api`, `rest`, `v1`...) so that
+  `/api/v1/users/{id}` is in `api/v1/users`; the root is `/`. `resource` is the path.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from logan.convert import sql_str
+
+PROFILES = ("puppet", "generic")
+CLASSIFIED = ("environment", "indirector", "resource", "route", "requester", "requester_group")
+
+# Columns a user rule may match on (a whitelist: rule files name columns, and a column name
+# cannot be passed through sql_literal).
+RULE_FIELDS = ("path", "query", "vhost", "method", "request", "user_agent", "client")
+RULE_TARGETS = ("environment", "indirector", "resource", "route")
+
+
+# The project's one quoting helper (standard SQL: only ' is special, no backslash escapes).
+sql_literal = sql_str
+
+
+# --- Puppet ------------------------------------------------------------------------------
+# One regex for the three URL forms (RE2 and Python `re` read it alike): the prefix is
+# `puppet/v3`, `puppet-ca/v1` or a legacy environment name; indirection names are lowercase
+# words, so `/status/v1/...` or `/blog/2015/x` are not Puppet requests.
+PUPPET_PATH = r"^/(puppet/v3|puppet-ca/v1|[A-Za-z0-9_]+)/([a-z_]+)(?:/(.*))?$"
+_V3, _CA = "puppet/v3", "puppet-ca/v1"
+# Indirections whose key is the requesting node's certname.
+NODE_INDIRECTIONS = ("catalog", "report", "node", "facts")
+# What makes a sample look like a Puppet master: the legacy form only counts with a known
+# indirection, since `/{a}/{b}/{c}` alone is any site.
+_PUPPET_SAMPLE = re.compile(
+    r"^/puppet(?:-ca)?/v\d+/|^/[A-Za-z0-9_]+/(?:catalog|node|facts|report|file_metadatas?|"
+    r"file_contents?|file_bucket_file|certificate\w*|resource_types?|status)(?:/|$)"
+)
+
+
+def _puppet_exprs(generic: dict[str, str], addr: str) -> dict[str, str]:
+    pattern = sql_literal(PUPPET_PATH)
+    is_puppet = f"regexp_matches(path, {pattern})"
+    parsed = f"regexp_extract(path, {pattern}, ['prefix', 'ind', 'key'])"
+
+    def pick(puppet: str, other: str) -> str:
+        # `puppet` reads the parsed path as lg_p (bound once per row); other rows are generic
+        return (
+            f"CASE WHEN {is_puppet} THEN list_transform([{parsed}], lambda lg_p: {puppet})[1]"
+            f" ELSE {other} END"
+        )
+
+    v3, ca = sql_literal(_V3), sql_literal(_CA)
+    nodes = ", ".join(sql_literal(n) for n in NODE_INDIRECTIONS)
+    key_part = (
+        f"CASE WHEN lg_p.ind IN ({nodes}) THEN '/{{node}}'"
+        " WHEN lg_p.key <> '' THEN '/{key}' ELSE '' END"
+    )
+    template = (
+        f"'/' || CASE WHEN lg_p.prefix IN ({v3}, {ca}) THEN lg_p.prefix ELSE '{{environment}}' END"
+        f" || '/' || lg_p.ind || {key_part}"
+    )
+    query_env = "nullif(regexp_extract(coalesce(query, ''), '(?:^|&)environment=([^&]*)', 1), '')"
+    return {
+        "environment": pick(
+            f"CASE lg_p.prefix WHEN {v3} THEN {query_env} WHEN {ca} THEN NULL"
+            " ELSE lg_p.prefix END",
+            generic["environment"],
+        ),
+        "indirector": pick("lg_p.ind", generic["indirector"]),
+        "resource": pick("nullif(lg_p.key, '')", generic["resource"]),
+        "route": pick(_with_vhost(f"({template})"), generic["route"]),
+        "requester": pick(
+            f"CASE WHEN lg_p.ind IN ({nodes}) AND lg_p.key <> '' THEN lg_p.key ELSE {addr} END",
+            addr,
+        ),
+    }
+
+
+# --- Generic routes -------------------------------------------------------------------------
+_HEX = "[0-9a-fA-F]"
+_UUID = f"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}"
+_DATE = r"\d{4}-\d{2}-\d{2}(?:[T_ ]\d{2}(?::?\d{2}){0,2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+_NUMBER = r"[-+]?\d+"
+# Static content: one endpoint per directory and extension. Dynamic extensions (php, asp,
+# json...) are deliberately absent: their file names *are* the endpoints.
+STATIC_EXTENSIONS = (
+    "png|jpe?g|gif|svg|ico|webp|bmp|tiff?|avif|css|js|mjs|map|woff2?|ttf|otf|eot|"
+    "html?|xhtml|txt|md|pdf|ps|zip|gz|tgz|bz2|xz|tar|jar|war|rpm|deb|iso|dmg|exe|msi|"
+    "mp3|mp4|m4a|ogg|ogv|webm|avi|mov|flv|wav|swf|doc|xls|ppt|docx|xlsx|pptx|csv|odt"
+)
+_STATIC = r".+\.(" + STATIC_EXTENSIONS + r")"
+# API prefixes the indirector reaches past, so the indirector names a resource type.
+_INDIRECTOR = r"^/((?:(?:api|rest|v\d+(?:\.\d+)?)/)*[^/]*)"
+
+
+def _segment_case(s: str) -> str:
+    """CASE mapping one path segment to its template (checked in this order)."""
+    return (
+        f"CASE WHEN {s} = '' THEN {s}"
+        f" WHEN regexp_full_match({s}, {sql_literal(_UUID)}) THEN '{{uuid}}'"
+        f" WHEN regexp_full_match({s}, {sql_literal(_DATE)}) THEN '{{date}}'"
+        f" WHEN regexp_full_match({s}, {sql_literal(_NUMBER)}) THEN '{{id}}'"
+        # a hash has digits and letters, else `deadbeef` or `12345678` would count
+        f" WHEN regexp_full_match({s}, '{_HEX}{{8,}}') AND regexp_matches({s}, '[0-9]')"
+        f" AND regexp_matches({s}, '[a-fA-F]') THEN '{{hash}}'"
+        # a token: long, has a digit, and either mixes cases or has no word separators
+        f" WHEN regexp_full_match({s}, '[A-Za-z0-9_=~.-]{{20,}}') AND regexp_matches({s}, '[0-9]')"
+        f" AND ((regexp_matches({s}, '[a-z]') AND regexp_matches({s}, '[A-Z]'))"
+        f" OR regexp_full_match({s}, '[A-Za-z0-9]+')) THEN '{{token}}'"
+        f" WHEN regexp_full_match({s}, {sql_literal(_STATIC)}, 'i')"
+        f" THEN '{{file}}.' || lower(regexp_extract({s}, '\\.([^.]+)$', 1))"
+        f" ELSE {s} END"
+    )
+
+
+def _with_vhost(template: str) -> str:
+    return f"CASE WHEN nullif(vhost, '') IS NULL THEN {template} ELSE lower(vhost) || {template} END"
+
+
+def route_template_sql(path: str = "path") -> str:
+    """SQL for the route template of `path` (without vhost)."""
+    segments = f"list_transform(string_split({path}, '/'), lambda lg_s: {_segment_case('lg_s')})"
+    return (
+        f"CASE WHEN {path} LIKE '/%' THEN array_to_string({segments}, '/')"
+        f" WHEN {path} = '*' THEN '*' WHEN {path} IS NULL THEN NULL ELSE '{{other}}' END"
+    )
+
+
+def _generic_exprs(addr: str) -> dict[str, str]:
+    template = route_template_sql("path")
+    # The template is computed once per row and bound to a lambda parameter ("let").
+    indirector = (
+        f"list_transform([{template}], lambda lg_t: CASE WHEN lg_t IS NULL OR lg_t NOT LIKE '/%' THEN lg_t ELSE "
+        f"coalesce(nullif(regexp_extract(lg_t, {sql_literal(_INDIRECTOR)}, 1), ''), '/') END)[1]"
+    )
+    return {
+        "environment": "CAST(NULL AS VARCHAR)",
+        "indirector": indirector,
+        "resource": "path",
+        "route": _with_vhost(f"({template})"),
+        "requester": addr,
+    }
+
+
+# --- Addresses ----------------------------------------------------------------------------
+_IPV4 = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}"
+
+
+def _ipv4_number(a: str) -> str:
+    parts = [f"CAST(split_part({a}, '.', {i}) AS UBIGINT) * {256 ** (4 - i)}" for i in range(1, 5)]
+    return "(" + " + ".join(parts) + ")"
+
+
+def _ipv6_number(a: str) -> str:
+    """The address as UHUGEINT: '::' expanded to zero groups, each group padded to 4 hex."""
+    head = f"CASE WHEN contains({a}, '::') THEN split_part({a}, '::', 1) ELSE {a} END"
+    tail = f"CASE WHEN contains({a}, '::') THEN split_part({a}, '::', 2) ELSE '' END"
+    hl = f"CASE WHEN ({head}) = '' THEN [] ELSE string_split({head}, ':') END"
+    tl = f"CASE WHEN ({tail}) = '' THEN [] ELSE string_split({tail}, ':') END"
+    zeros = f"list_transform(range(greatest(0, 8 - len({hl}) - len({tl}))), lambda lg_i: '0')"
+    groups = f"list_concat({hl}, {zeros}, {tl})"
+    hexed = f"array_to_string(list_transform({groups}, lambda lg_g: lpad(lg_g, 4, '0')), '')"
+    return f"TRY_CAST('0x' || ({hexed}) AS UHUGEINT)"
+
+
+def cidr_match_sql(addr: str, networks: Sequence[str]) -> str:
+    """SQL true when the address expression `addr` lies in one of `networks` (CIDR or IP).
+
+    Pure SQL (the inet extension may not be installed): the address becomes an integer that
+    is compared with each network's range. IPv4-mapped IPv6 (::ffff:a.b.c.d) counts as IPv4.
+    """
+    nets = [ipaddress.ip_network(n.strip(), strict=False) for n in networks]
+    if not nets:
+        return "false"
+    checks = []
+    v4 = [n for n in nets if n.version == 4]
+    v6 = [n for n in nets if n.version == 6]
+    if v4:
+        ranges = " OR ".join(
+            f"lg_n BETWEEN {int(n.network_address)} AND {int(n.broadcast_address)}" for n in v4
+        )
+        v4addr = f"regexp_replace({addr}, '^::ffff:', '', 'i')"
+        checks.append(
+            f"list_transform([{v4addr}], lambda lg_a: CASE WHEN regexp_full_match(lg_a, "
+            f"{sql_literal(_IPV4)}) THEN list_transform([{_ipv4_number('lg_a')}], "
+            f"lambda lg_n: {ranges})[1] ELSE false END)[1]"
+        )
+    if v6:
+        ranges = " OR ".join(
+            f"lg_m BETWEEN {int(n.network_address)} AND {int(n.broadcast_address)}" for n in v6
+        )
+        # brackets and zone ids ([fe80::1%eth0]) are not part of the address
+        v6addr = f"lower(regexp_replace(regexp_replace({addr}, '^\\[|\\]$', '', 'g'), '%.*$', ''))"
+        checks.append(
+            f"list_transform([{v6addr}], lambda lg_b: CASE WHEN regexp_full_match(lg_b, "
+            f"'[0-9a-f:]*:[0-9a-f:]*') AND len(string_split(lg_b, '::')) <= 2 THEN "
+            f"coalesce(list_transform([{_ipv6_number('lg_b')}], lambda lg_m: {ranges})[1], false)"
+            f" ELSE false END)[1]"
+        )
+    return "coalesce((" + ") OR (".join(checks) + "), false)"
+
+
+def requester_address_sql(trusted_proxies: Sequence[str]) -> str:
+    """The client, or the first X-Forwarded-For address when the client is a trusted proxy."""
+    if not trusted_proxies:
+        return "client"
+    first = "nullif(nullif(trim(split_part(forwarded_for, ',', 1)), ''), '-')"
+    return (
+        f"CASE WHEN {first} IS NOT NULL AND {cidr_match_sql('client', trusted_proxies)}"
+        f" THEN {first} ELSE client END"
+    )
+
+
+# --- User rules ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Rule:
+    """`match` (an RE2 regex) searched in `column` (the TOML key is `field`); the first matching rule sets each target.
+
+    Targets may use \\1..\\9 for capture groups of `match`.
+    """
+
+    match: str
+    column: str
+    method: str | None
+    targets: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Group:
+    """A requester group: addresses in `cidrs`, or requesters matching a `hosts` glob."""
+
+    name: str
+    cidrs: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Rules:
+    rules: tuple[Rule, ...] = ()
+    groups: tuple[Group, ...] = ()
+
+
+_RULE_KEYS = {"match", "field", "method", *RULE_TARGETS}
+_GROUP_KEYS = {"name", "cidrs", "hosts"}
+
+
+def _check_regex(pattern: str, where: str) -> None:
+    # Validate with the engine that will run it (RE2), not Python's re.
+    try:
+        duckdb.connect().execute("SELECT regexp_matches('', ?)", [pattern]).fetchall()
+    except duckdb.Error as exc:
+        raise ValueError(f"{where}: invalid regex {pattern!r}: {exc}") from None
+
+
+def _parse_rule(raw: dict, where: str) -> Rule:
+    unknown = set(raw) - _RULE_KEYS
+    if unknown or "match" not in raw:
+        raise ValueError(f"{where}: needs 'match'; allowed keys {sorted(_RULE_KEYS)}")
+    fld = raw.get("field", "path")
+    if fld not in RULE_FIELDS:
+        raise ValueError(f"{where}: field must be one of {RULE_FIELDS}, not {fld!r}")
+    _check_regex(raw["match"], where)
+    targets = {k: str(raw[k]) for k in RULE_TARGETS if k in raw}
+    if not targets:
+        raise ValueError(f"{where}: sets nothing; give one of {RULE_TARGETS}")
+    method = raw.get("method")
+    return Rule(str(raw["match"]), fld, method.upper() if method else None, targets)
+
+
+def _parse_group(raw: dict, where: str) -> Group:
+    unknown = set(raw) - _GROUP_KEYS
+    if unknown or "name" not in raw:
+        raise ValueError(f"{where}: needs 'name'; allowed keys {sorted(_GROUP_KEYS)}")
+    cidrs = tuple(str(c) for c in raw.get("cidrs", ()))
+    for c in cidrs:
+        try:
+            ipaddress.ip_network(c, strict=False)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+    return Group(str(raw["name"]), cidrs, tuple(str(h) for h in raw.get("hosts", ())))
+
+
+def load_rules(path: str | Path | Rules) -> Rules:
+    """Read a rules TOML file:
+
+    [[rules]]                      # first match wins, per target column
+    match = '^/api/v2/(\\w+)'       # RE2 regex searched in `field` (default path)
+    field = "path"                 # path | query | vhost | method | request | user_agent | client
+    method = "GET"                 # optional
+    indirector = 'api-\\1'          # any of environment, indirector, resource, route
+
+    [[groups]]
+    name = "monitoring"
+    cidrs = ["10.0.0.0/8", "2001:db8::/32"]
+    hosts = ["*.nagios.example.com"]
+
+    A Rules object is returned as is, so callers may pass either.
+    """
+    if isinstance(path, Rules):
+        return path
+    with open(path, "rb") as fh:
+        doc = tomllib.load(fh)
+    unknown = set(doc) - {"rules", "groups"}
+    if unknown:
+        raise ValueError(f"{path}: unknown sections {sorted(unknown)}; use [[rules]], [[groups]]")
+    rules = tuple(_parse_rule(r, f"{path}: rules[{i}]") for i, r in enumerate(doc.get("rules", [])))
+    groups = tuple(
+        _parse_group(g, f"{path}: groups[{i}]") for i, g in enumerate(doc.get("groups", []))
+    )
+    return Rules(rules, groups)
+
+
+def _rule_value(rule: Rule, template: str) -> str:
+    if "\\" not in template:
+        return sql_literal(template)
+    # the whole value is rewritten so \N refers to the groups of `match` as searched
+    return (
+        f"regexp_replace({rule.column}, {sql_literal('(?s)^.*?(?:' + rule.match + ').*$')}, "
+        f"{sql_literal(template)})"
+    )
+
+
+def _apply_rules(target: str, rules: Sequence[Rule], otherwise: str) -> str:
+    whens = []
+    for rule in rules:
+        if target not in rule.targets:
+            continue
+        cond = f"regexp_matches(coalesce({rule.column}, ''), {sql_literal(rule.match)})"
+        if rule.method:
+            cond += f" AND method = {sql_literal(rule.method)}"
+        whens.append(f"WHEN {cond} THEN {_rule_value(rule, rule.targets[target])}")
+    if not whens:
+        return otherwise
+    return f"CASE {' '.join(whens)} ELSE {otherwise} END"
+
+
+def _group_sql(groups: Sequence[Group], addr: str, requester: str) -> str:
+    whens = []
+    for g in groups:
+        conds = []
+        if g.cidrs:
+            conds.append(cidr_match_sql(addr, g.cidrs))
+        for h in g.hosts:
+            pat = sql_literal(h.lower())
+            conds.append(f"lower({requester}) GLOB {pat} OR lower({addr}) GLOB {pat}")
+        if conds:
+            whens.append(f"WHEN ({') OR ('.join(conds)}) THEN {sql_literal(g.name)}")
+    if not whens:
+        return "CAST(NULL AS VARCHAR)"
+    return f"CASE {' '.join(whens)} ELSE NULL END"
+
+
+# --- Public entry points --------------------------------------------------------------------
+def classification_exprs(
+    profile: str, rules: Rules | None = None, trusted_proxies: Sequence[str] = ()
+) -> dict[str, str]:
+    """SQL expression per classification column, over the canonical columns of one row."""
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {PROFILES} (resolve 'auto' with detect_profile)")
+    rules = rules or Rules()
+    addr = requester_address_sql(trusted_proxies)
+    exprs = _generic_exprs(addr)
+    if profile == "puppet":
+        exprs = _puppet_exprs(exprs, addr)
+    for target in RULE_TARGETS:
+        exprs[target] = _apply_rules(target, rules.rules, exprs[target])
+    exprs["requester_group"] = _group_sql(rules.groups, addr, f"({exprs['requester']})")
+    return {col: exprs[col] for col in CLASSIFIED}
+
+
+def detect_profile(paths: Sequence[str]) -> str:
+    """'puppet' when at least half of the sample paths are Puppet master requests."""
+    sample = [p for p in paths if p]
+    hits = sum(1 for p in sample if _PUPPET_SAMPLE.search(p))
+    return "puppet" if sample and hits * 2 >= len(sample) else "generic"
+
+
+def reclassify(
+    con: duckdb.DuckDBPyConnection,
+    profile: str,
+    rules: Rules | str | Path | None = None,
+    trusted_proxies: Sequence[str] = (),
+) -> int:
+    """Recompute the classification columns of every row in `requests`; returns the row count.
+
+    profile may be 'auto': a sample of the store's paths decides.
+    """
+    if profile == "auto":
+        sample = con.execute("SELECT path FROM requests WHERE path IS NOT NULL LIMIT 5000")
+        profile = detect_profile([r[0] for r in sample.fetchall()])
+    exprs = classification_exprs(
+        profile, load_rules(rules) if rules is not None else None, trusted_proxies
+    )
+    assignments = ", ".join(f"{col} = {expr}" for col, expr in exprs.items())
+    con.execute(f"UPDATE requests SET {assignments}")
+    return con.execute("SELECT count(*) FROM requests").fetchone()[0]

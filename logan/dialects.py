@@ -1,0 +1,122 @@
+"""Dialects: a server's directive table and named formats, read from parsers/*.toml.
+
+The tables are data (see parsers/apache.toml); this module only reads them and answers
+"what does this directive mean". A user adds formats with their own directory of TOML files
+(`LOGAN_PARSERS=/path/dir`): a file naming an existing dialect adds presets to it.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+from logan.errors import FormatError
+from logan.resources import parsers_dirs
+from logan.syntax import TOKENIZERS, Directive, Token
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """What one directive in one format means."""
+
+    directive: str  # as written, "%{Referer}i"
+    column: str | None  # canonical column it may fill
+    name: str  # key in `extra` when it does not fill a column
+    value: str  # shape of its text: token, int, text, clf_time, time
+    convert: str  # converter name in logan.convert
+    arg: str | None  # the directive's argument (strftime pattern, header name...)
+    spaces: int = 0
+    priority: int = 0
+    literal: str | None = None  # the directive stands for fixed text (%%)
+
+
+@dataclass
+class Dialect:
+    name: str
+    syntax: str
+    escape: str
+    directives: dict[str, dict]
+    presets: dict[str, str] = field(default_factory=dict)
+
+    def tokenize(self, fmt: str) -> list[Token]:
+        return TOKENIZERS[self.syntax](fmt)
+
+    def spec(self, d: Directive) -> FieldSpec:
+        entry = self.directives.get(d.key)
+        if entry is None:
+            raise FormatError(f"unknown {self.name} directive {d.text}")
+        merged = {k: v for k, v in entry.items() if k not in ("args", "with_arg")}
+        if d.arg is not None:
+            merged.update(entry.get("with_arg", {}))
+            merged.update(entry.get("args", {}).get(d.arg.lower(), {}))
+        arg = d.arg
+        name = merged.get("name", d.key).replace("{arg}", arg or "")
+        return FieldSpec(
+            directive=d.text,
+            column=merged.get("column") or None,
+            name=name,
+            value=merged.get("value", "token"),
+            convert=merged.get("convert", "text"),
+            arg=arg,
+            spaces=merged.get("spaces", 0),
+            priority=merged.get("priority", 0),
+            literal=merged.get("literal"),
+        )
+
+
+def _toml_files() -> list[Path]:
+    dirs = list(parsers_dirs())
+    extra = os.environ.get("LOGAN_PARSERS")
+    if extra:
+        dirs += [Path(p) for p in extra.split(os.pathsep) if p]
+    return [f for d in dirs for f in sorted(d.glob("*.toml"))]
+
+
+@cache
+def dialects() -> dict[str, Dialect]:
+    found: dict[str, Dialect] = {}
+    for path in _toml_files():
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+        name = data.get("dialect") or path.stem
+        if name in found:  # a user's file adding presets or directives to a known dialect
+            found[name].presets.update(data.get("presets", {}))
+            found[name].directives.update(data.get("directives", {}))
+            continue
+        found[name] = Dialect(
+            name=name,
+            syntax=data.get("syntax", name),
+            escape=data.get("escape", "none"),
+            directives=dict(data.get("directives", {})),
+            presets=dict(data.get("presets", {})),
+        )
+    return found
+
+
+def get_dialect(name: str) -> Dialect:
+    known = dialects()
+    if name not in known:
+        raise FormatError(f"unknown dialect {name!r}; known: {', '.join(sorted(known))}")
+    return known[name]
+
+
+def resolve_format(fmt: str, dialect: str | None) -> tuple[Dialect, str, str]:
+    """Turn what the user typed into (dialect, format string, label).
+
+    `combined_D`, `apache:combined_D`, or a format string as written in the server's config.
+    """
+    if ":" in fmt and fmt.split(":", 1)[0] in dialects() and "%" not in fmt.split(":")[0]:
+        dialect, fmt = fmt.split(":", 1)
+    candidates = [get_dialect(dialect)] if dialect else list(dialects().values())
+    for d in candidates:
+        if fmt in d.presets:
+            return d, d.presets[fmt], f"{d.name}:{fmt}"
+    if dialect is None:
+        if "%" not in fmt and "$" not in fmt:
+            names = sorted(f"{d.name}:{p}" for d in candidates for p in d.presets)
+            raise FormatError(f"unknown format {fmt!r}; presets: {', '.join(names)}")
+        dialect = "apache"  # a raw format string without --dialect: Apache's % syntax
+    return get_dialect(dialect), fmt, fmt

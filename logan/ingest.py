@@ -1,0 +1,272 @@
+"""Ingest: log lines in, `requests` rows and `rejects` out, one transaction per batch.
+
+Invariant, per source and per batch: rows + rejects (+ events) = lines read. A batch's rows
+and rejects commit together, so an interrupted ingest never leaves half a batch.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+
+from logan import detect, rows
+from logan.compile import CompiledFormat, compile_format
+from logan.dialects import resolve_format
+from logan.errors import LoganError
+from logan.sources import DEFAULT_BLOCK, Batch, Source, expand, read_batches
+from logan.store import Store, open_store
+
+# DuckDB scans an Arrow table in parallel by record batch: one per row group's worth.
+_SCAN_ROWS = 122_880
+
+
+@dataclass
+class SourceSummary:
+    source: str
+    format: str
+    detected: str | None = None  # how auto-detection chose, for the user
+    lines: int = 0
+    rows: int = 0
+    rejects: int = 0
+    events: int = 0
+    nbytes: int = 0
+    invalid_utf8: int = 0
+
+
+@dataclass
+class IngestSummary:
+    sources: list[SourceSummary] = field(default_factory=list)
+    rejects_by_reason: dict[str, int] = field(default_factory=dict)
+    ts_min: datetime | None = None
+    ts_max: datetime | None = None
+    seconds: float = 0.0
+    tz: str = "UTC"
+    tz_assumed: bool = False  # some timestamps had no offset and were read in `tz`
+    profile: str | None = None
+
+    def total(self, attr: str) -> int:
+        return sum(getattr(s, attr) for s in self.sources)
+
+    @property
+    def lines(self) -> int:
+        return self.total("lines")
+
+    @property
+    def rows(self) -> int:
+        return self.total("rows")
+
+    @property
+    def rejects(self) -> int:
+        return self.total("rejects")
+
+    @property
+    def events(self) -> int:
+        return self.total("events")
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.total("nbytes") / 1e6 / self.seconds if self.seconds else 0.0
+
+
+ProgressFn = Callable[[str, int, int | None], None]  # (source, bytes done, total or None)
+
+
+def ingest(
+    paths: Sequence[str | Path],
+    store: Store | str | Path | None = None,
+    format: str = "auto",
+    dialect: str | None = None,
+    tz: str = "UTC",
+    profile: str = "auto",
+    rules: object | None = None,
+    trusted_proxies: Sequence[str] = (),
+    label: str | None = None,
+    block_size: int = DEFAULT_BLOCK,
+    progress: ProgressFn | None = None,
+) -> IngestSummary:
+    """Read log files (globs, .gz, '-' for stdin) into a store and say what happened.
+
+    `store` is an open Store, a path to a DuckDB file, or None for a new in-memory store
+    (then the returned summary's `store` attribute holds it).
+    """
+    st = store if isinstance(store, Store) else open_store(store)
+    _check_tz(st, tz)
+    sources = expand([str(p) for p in paths])
+    if label and len(sources) == 1:
+        sources[0].label = label
+    summary = IngestSummary(tz=tz)
+    started = time.perf_counter()
+    for src in sources:
+        summary.sources.append(
+            _ingest_source(st, src, format, dialect, tz, profile, rules, trusted_proxies, block_size, progress, summary)
+        )
+    summary.seconds = time.perf_counter() - started
+    _finish_summary(st, summary)
+    summary.store = st  # type: ignore[attr-defined]
+    return summary
+
+
+def _check_tz(st: Store, tz: str) -> None:
+    if tz.upper() == "UTC":
+        return
+    known = st.con.execute("SELECT count(*) FROM pg_timezone_names() WHERE name = ?", [tz]).fetchall()[0]
+    if not known or not known[0]:
+        raise LoganError(f"unknown time zone {tz!r} (use an IANA name such as Europe/Berlin)")
+
+
+def _ingest_source(
+    st: Store,
+    src: Source,
+    fmt: str,
+    dialect: str | None,
+    tz: str,
+    profile: str,
+    rules: object | None,
+    trusted_proxies: Sequence[str],
+    block_size: int,
+    progress: ProgressFn | None,
+    summary: IngestSummary,
+) -> SourceSummary:
+    total = src.size()
+    cf: CompiledFormat | None = None
+    classification: dict[str, str] = {}
+    out: SourceSummary | None = None
+    started_at = datetime.now(timezone.utc).replace(tzinfo=None)
+    t0 = time.perf_counter()
+    first_line = 1
+    for batch in read_batches(src, block_size):
+        if cf is None:
+            cf, detected = _choose_format(st, fmt, dialect, batch)
+            out = SourceSummary(src.label, cf.label, detected)
+            resolved = _resolve_profile(profile, st, batch, cf)
+            summary.profile = summary.profile or resolved
+            classification = _classification(resolved, rules, trusted_proxies)
+            summary.tz_assumed |= _has_local_time(cf)
+            first_line = batch.first_line
+        assert out is not None
+        reasons: Counter = Counter()
+        _ingest_batch(st, cf, batch, tz, classification, src.label, out, reasons)
+        for k, v in reasons.items():
+            summary.rejects_by_reason[k] = summary.rejects_by_reason.get(k, 0) + v
+        if progress:
+            progress(src.label, out.nbytes, total)
+    if out is None:  # an empty input
+        out = SourceSummary(src.label, fmt)
+    st.con.execute(
+        "INSERT INTO ingests SELECT coalesce(max(ingest_id), 0) + 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM ingests",
+        [src.label, cf.dialect.name if cf else dialect, out.format, first_line, out.lines, out.rows,
+         out.rejects, out.events, out.nbytes, started_at, time.perf_counter() - t0],
+    )
+    return out
+
+
+def _choose_format(st: Store, fmt: str, dialect: str | None, batch: Batch) -> tuple[CompiledFormat, str | None]:
+    if fmt == "auto":
+        return detect.detect_format(st, batch.table, dialect)
+    d, string, label = resolve_format(fmt, dialect)
+    return compile_format(d, string, label), None
+
+
+def _resolve_profile(profile: str, st: Store, batch: Batch, cf: CompiledFormat) -> str:
+    if profile != "auto":
+        return profile
+    try:
+        from logan.classify import detect_profile
+    except ImportError:
+        return "none"
+    paths = detect.sample_paths(st, batch.table, cf)
+    return detect_profile(paths)
+
+
+def _classification(profile: str, rules: object | None, trusted: Sequence[str]) -> dict[str, str]:
+    if profile == "none":
+        return {}
+    from logan.classify import classification_exprs
+
+    return classification_exprs(profile, rules, trusted)  # type: ignore[arg-type]
+
+
+def _has_local_time(cf: CompiledFormat) -> bool:
+    for f in cf.time_fields:
+        if f.spec.convert == "strftime" and "%z" not in (f.spec.arg or "") and "%Z" not in (f.spec.arg or ""):
+            return True
+    return False
+
+
+def _ingest_batch(
+    st: Store,
+    cf: CompiledFormat,
+    batch: Batch,
+    tz: str,
+    classification: dict[str, str],
+    label: str,
+    out: SourceSummary,
+    summary_reasons: Counter,
+) -> None:
+    con = st.con
+    table = pa.Table.from_batches(batch.table.to_batches(max_chunksize=_SCAN_ROWS))
+    con.register("__batch", table)
+    params = {"source": label, "dialect": cf.dialect.name, "format": cf.label}
+    fast = cf.fast_raw_sql("__batch")
+    con.execute("BEGIN")
+    try:
+        n_fast = 0
+        if fast is not None:
+            n_fast = con.execute(rows.insert_sql(cf, fast, tz, classification), params).fetchall()[0][0]
+        n_slow = n_rej = 0
+        if n_fast < batch.lines:
+            n_slow, reasons = _exact_path(con, cf, fast, tz, classification, params, label)
+            n_rej = sum(reasons.values())
+            summary_reasons.update(reasons)
+        if n_fast + n_slow + n_rej != batch.lines:
+            raise RuntimeError(
+                f"{label}: {batch.lines} lines gave {n_fast + n_slow} rows and {n_rej} rejects"
+            )
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    finally:
+        con.unregister("__batch")
+    out.lines += batch.lines
+    out.rows += n_fast + n_slow
+    out.rejects += n_rej
+    out.nbytes += batch.nbytes
+    out.invalid_utf8 += batch.invalid_utf8
+
+
+def _exact_path(con, cf, fast, tz, classification, params, label) -> tuple[int, Counter]:  # noqa: ANN001
+    """Lines the split path did not take: read them with the format's regex, insert what
+    reads, reject the rest with a reason."""
+    if fast is None:
+        left = "__batch"
+    else:
+        taken = f"SELECT line_no FROM ({rows.typed_sql(cf, fast, tz, with_reason=False)}) WHERE __ok"
+        left = f"(SELECT line_no, line FROM __batch WHERE line_no NOT IN ({taken}))"
+    typed = rows.typed_sql(cf, cf.exact_raw_sql(left), tz, with_reason=True)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE __left AS {typed}")
+    n_rows = con.execute(rows.insert_from_typed_sql(cf, "__left", classification), params).fetchall()[0][0]
+    con.execute(
+        "INSERT INTO rejects SELECT $source, line_no, line, __reason FROM __left WHERE NOT __ok",
+        {"source": label},
+    )
+    reasons = Counter(dict(con.execute("SELECT __reason, count(*) FROM __left WHERE NOT __ok GROUP BY 1").fetchall()))
+    con.execute("DROP TABLE __left")
+    return n_rows, reasons
+
+
+def _finish_summary(st: Store, summary: IngestSummary) -> None:
+    labels = [s.source for s in summary.sources]
+    if not labels:
+        return
+    lo, hi = st.con.execute(
+        "SELECT min(ts_start), max(ts_start) FROM requests WHERE source IN (SELECT unnest(?))", [labels]
+    ).fetchall()[0]
+    summary.ts_min, summary.ts_max = lo, hi
+

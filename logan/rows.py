@@ -1,0 +1,88 @@
+"""From raw field texts to `requests` rows: types, derived columns, classification.
+
+One projection serves both parsing paths (logan/compile.py), so a line reads the same
+whichever path took it. Constants (source, dialect, format) are bound parameters.
+"""
+
+from __future__ import annotations
+
+from logan import schema
+from logan.compile import CompiledFormat
+
+CLASS_COLUMNS = ["environment", "indirector", "resource", "route", "requester", "requester_group"]
+PARAMS = {"source": "$source", "dialect": "$dialect", "format": "$format"}
+
+
+def typed_sql(cf: CompiledFormat, raw_sql: str, tz: str, with_reason: bool) -> str:
+    """SELECT line_no, line, <typed canonical columns>, __ok [, __reason] FROM (raw)."""
+    cols, checks = cf.typed(tz)
+    ok = " AND ".join(c for c, _ in checks) or "true"
+    parts = [f"{sql} AS {col}" for col, sql in cols.items()]
+    reason = ""
+    if with_reason:
+        whens = " ".join(f"WHEN NOT coalesce({c}, false) THEN '{r}'" for c, r in checks)
+        reason = (
+            ", CASE WHEN line = '' THEN 'empty line' "
+            f"WHEN NOT matched THEN 'does not match format' {whens} END AS __reason"
+        )
+        ok = f"matched AND {ok}"
+    return f"SELECT line_no, line, {', '.join(parts)}, ({ok}) AS __ok{reason} FROM ({raw_sql})"
+
+
+def _uri(uri: str) -> dict[str, str]:
+    """path, query and host of a request URI; an absolute URI (proxies, Varnish) carries the
+    host, which is the vhost when the log has none."""
+    absolute = f"(contains({uri}, '://') AND NOT starts_with({uri}, '/'))"
+    rest = f"substr({uri}, strpos({uri}, '://') + 3)"
+    host = f"CASE WHEN {absolute} THEN split_part({rest}, '/', 1) END"
+    target = f"CASE WHEN {absolute} THEN coalesce(nullif(substr({rest}, strpos({rest} || '/', '/')), ''), '/') ELSE {uri} END"
+    return {
+        "path": f"split_part({target}, '?', 1)",
+        "query": f"CASE WHEN contains({target}, '?') THEN substr({target}, strpos({target}, '?') + 1) END",
+        "host": host,
+    }
+
+
+def derived_sql(cf: CompiledFormat, typed: str) -> str:
+    """Every column of `requests` except classification, from the typed projection."""
+    have = set(cf.typed("UTC")[0])
+    out: dict[str, str] = {c: f"{p}" for c, p in PARAMS.items()}
+    out["line_no"] = "line_no"
+    for col in schema.REQUEST_COLUMNS:
+        if col in have:
+            out.setdefault(col, col)
+    if "request" in have:
+        ok3 = "(len(__rq) = 3 AND starts_with(__rq[3], 'HTTP/'))"
+        uri = _uri(f"__rq[2]")
+        for col, sql in (("method", "__rq[1]"), ("protocol", "__rq[3]"), ("path", uri["path"]), ("query", uri["query"])):
+            if col not in have:
+                out[col] = f"CASE WHEN {ok3} THEN {sql} END"
+        if "vhost" not in have:
+            out["vhost"] = f"CASE WHEN {ok3} THEN {uri['host']} END"
+    elif "path" in have and "query" not in have:
+        out["query"] = _uri("path")["query"]
+        out["path"] = _uri("path")["path"]
+    if "duration_us" in have:
+        if "ts_start" in have and "ts_end" not in have:
+            out["ts_end"] = "ts_start + to_microseconds(duration_us)"
+        if "ts_end" in have and "ts_start" not in have:
+            out["ts_start"] = "ts_end - to_microseconds(duration_us)"
+    cols = [f"{out.get(c, 'NULL')} AS {c}" for c in schema.REQUEST_COLUMNS if c not in CLASS_COLUMNS]
+    split = ", string_split(request, ' ') AS __rq" if "request" in have else ""
+    return f"SELECT {', '.join(cols)} FROM (SELECT *{split} FROM ({typed}) WHERE __ok)"
+
+
+def insert_sql(cf: CompiledFormat, raw_sql: str, tz: str, classification: dict[str, str]) -> str:
+    derived = derived_sql(cf, typed_sql(cf, raw_sql, tz, with_reason=False))
+    return _insert(derived, classification)
+
+
+def _insert(derived: str, classification: dict[str, str]) -> str:
+    cls = ", ".join(f"{classification.get(c, 'NULL')} AS {c}" for c in CLASS_COLUMNS)
+    cols = ", ".join(schema.REQUEST_COLUMNS)
+    return f"INSERT INTO requests ({cols}) SELECT {cols} FROM (SELECT *, {cls} FROM ({derived}))"
+
+
+def insert_from_typed_sql(cf: CompiledFormat, typed_rel: str, classification: dict[str, str]) -> str:
+    """INSERT the accepted rows of an already typed (materialized) relation."""
+    return _insert(derived_sql(cf, f"SELECT * FROM {typed_rel}"), classification)

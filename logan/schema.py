@@ -1,0 +1,114 @@
+"""The canonical tables of a logan store: one place that says what every column means.
+
+Units are fixed so that no query guesses: times are microseconds (BIGINT), sizes are bytes,
+timestamps are UTC (TIMESTAMP without zone, always UTC). A field the log does not carry is
+NULL, never 0.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+# (column, DuckDB type, meaning). Order is the table's column order.
+REQUESTS: list[tuple[str, str, str]] = [
+    # provenance
+    ("source", "VARCHAR", "file path or label the line came from"),
+    ("line_no", "BIGINT", "1-based line number within the source"),
+    ("dialect", "VARCHAR", "apache | nginx | varnish | haproxy"),
+    ("format", "VARCHAR", "preset name or the format string as given"),
+    # when
+    ("ts_start", "TIMESTAMP", "UTC instant the request started"),
+    ("ts_end", "TIMESTAMP", "UTC instant the request ended (start + duration)"),
+    # who
+    ("client", "VARCHAR", "peer address (or hostname) as logged"),
+    ("client_port", "INTEGER", "peer port"),
+    ("forwarded_for", "VARCHAR", "X-Forwarded-For as logged (a comma list)"),
+    ("remote_user", "VARCHAR", "authenticated user"),
+    ("user_agent", "VARCHAR", "User-Agent request header"),
+    ("referer", "VARCHAR", "Referer request header"),
+    # what
+    ("request", "VARCHAR", "request line as logged, \\\" and \\\\ decoded"),
+    ("method", "VARCHAR", "NULL when the request line is not METHOD URI PROTOCOL"),
+    ("path", "VARCHAR", "URI path, without the query string"),
+    ("query", "VARCHAR", "query string without the leading '?'"),
+    ("protocol", "VARCHAR", "HTTP/1.1, HTTP/2.0, ..."),
+    ("vhost", "VARCHAR", "virtual host / Host header"),
+    ("status", "SMALLINT", "final HTTP status"),
+    ("bytes_sent", "BIGINT", "response bytes (body unless the log only has the total)"),
+    ("bytes_received", "BIGINT", "request bytes including headers"),
+    # how long (microseconds)
+    ("duration_us", "BIGINT", "the whole request as the server saw it"),
+    ("ttfb_us", "BIGINT", "time to first byte of the response"),
+    ("upstream_us", "BIGINT", "time spent waiting for upstreams (sum over tries)"),
+    ("upstream_connect_us", "BIGINT", "time connecting to upstreams (sum over tries)"),
+    ("upstream_header_us", "BIGINT", "time until upstream response headers (sum over tries)"),
+    ("queue_us", "BIGINT", "time waiting in queues (HAProxy Tw)"),
+    ("connect_us", "BIGINT", "time to connect to the server (HAProxy Tc)"),
+    ("request_read_us", "BIGINT", "time to read the request (HAProxy TR/Tq)"),
+    # proxies and caches
+    ("cache_status", "VARCHAR", "HIT, MISS, PASS, EXPIRED, ..."),
+    ("upstream_addr", "VARCHAR", "upstream(s) tried, as logged"),
+    ("upstream_status", "VARCHAR", "upstream status(es), as logged"),
+    ("upstream_tries", "SMALLINT", "number of upstreams tried (NULL when not logged)"),
+    ("backend", "VARCHAR", "backend / pool name"),
+    ("server", "VARCHAR", "server within the backend"),
+    ("termination_state", "VARCHAR", "HAProxy termination state"),
+    ("active_conns", "INTEGER", "process-wide concurrent connections"),
+    ("frontend_conns", "INTEGER", "concurrent connections on the frontend"),
+    ("backend_conns", "INTEGER", "concurrent connections on the backend"),
+    ("server_conns", "INTEGER", "concurrent connections on the server"),
+    ("retries", "INTEGER", "connection retries"),
+    ("server_queue", "INTEGER", "requests queued before this one on the server"),
+    ("backend_queue", "INTEGER", "requests queued before this one on the backend"),
+    # classification (filled by a profile at ingest time)
+    ("environment", "VARCHAR", "deployment environment (Puppet: production, ...)"),
+    ("indirector", "VARCHAR", "endpoint class (Puppet indirection, or a route's first word)"),
+    ("resource", "VARCHAR", "the thing asked for within the endpoint class"),
+    ("route", "VARCHAR", "route template, /api/users/{id}"),
+    ("requester", "VARCHAR", "who asked: client, or the first forwarded address behind a trusted proxy"),
+    ("requester_group", "VARCHAR", "group of the requester from user rules"),
+    # everything else the format carried, as text
+    ("extra", "MAP(VARCHAR, VARCHAR)", "fields without a canonical column, by name"),
+]
+
+REJECTS: list[tuple[str, str, str]] = [
+    ("source", "VARCHAR", "file path or label"),
+    ("line_no", "BIGINT", "1-based line number"),
+    ("raw", "VARCHAR", "the line; bytes that are not UTF-8 are written \\xhh"),
+    ("reason", "VARCHAR", "why the line is not a request"),
+]
+
+EVENTS: list[tuple[str, str, str]] = [
+    ("ts", "TIMESTAMP", "UTC instant of the event"),
+    ("source", "VARCHAR", "file path or label"),
+    ("line_no", "BIGINT", "1-based line number"),
+    ("kind", "VARCHAR", "server_down, server_up, proxy_started, ..."),
+    ("server", "VARCHAR", "backend/server the event is about"),
+    ("text", "VARCHAR", "the message"),
+]
+
+# One row per ingest of one source: what was read, how far, and what came of it.
+INGESTS: list[tuple[str, str, str]] = [
+    ("ingest_id", "BIGINT", "increasing id"),
+    ("source", "VARCHAR", "file path or label"),
+    ("dialect", "VARCHAR", "dialect used"),
+    ("format", "VARCHAR", "format used"),
+    ("first_line", "BIGINT", "first line number read in this ingest"),
+    ("lines", "BIGINT", "lines read"),
+    ("rows", "BIGINT", "rows added to requests"),
+    ("rejects", "BIGINT", "rows added to rejects"),
+    ("events", "BIGINT", "rows added to events"),
+    ("bytes", "BIGINT", "bytes read (uncompressed)"),
+    ("started_at", "TIMESTAMP", "UTC"),
+    ("seconds", "DOUBLE", "wall time"),
+]
+
+TABLES = {"requests": REQUESTS, "rejects": REJECTS, "events": EVENTS, "ingests": INGESTS}
+
+REQUEST_COLUMNS = [name for name, _, _ in REQUESTS]
+REQUEST_TYPES = {name: typ for name, typ, _ in REQUESTS}
+
+
+def create_table_sql(name: str) -> str:
+    cols = ",\n  ".join(f"{c} {t}" for c, t, _ in TABLES[name])
+    return f"CREATE TABLE IF NOT EXISTS {name} (\n  {cols}\n)"
