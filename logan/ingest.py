@@ -10,7 +10,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -102,10 +102,28 @@ def ingest(
         sources[0].label = label
     summary = IngestSummary(tz=tz)
     started = time.perf_counter()
-    for src in sources:
-        summary.sources.append(
-            _ingest_source(st, src, format, dialect, tz, profile, rules, trusted_proxies, block_size, progress, summary)
-        )
+    # DuckDB pushes our WHERE clauses below the projections that compute the split pieces,
+    # inlining `string_split(line, '"')` once per use: parsing ran 1.7x slower with it on.
+    st.con.execute("SET disabled_optimizers = 'filter_pushdown'")
+    try:
+        for src in sources:
+            summary.sources.append(
+                _ingest_source(
+                    st,
+                    src,
+                    format,
+                    dialect,
+                    tz,
+                    profile,
+                    rules,
+                    trusted_proxies,
+                    block_size,
+                    progress,
+                    summary,
+                )
+            )
+    finally:
+        st.con.execute("RESET disabled_optimizers")
     summary.seconds = time.perf_counter() - started
     _finish_summary(st, summary)
     summary.store = st  # type: ignore[attr-defined]
@@ -137,7 +155,7 @@ def _ingest_source(
     cf: CompiledFormat | None = None
     classification: dict[str, str] = {}
     out: SourceSummary | None = None
-    started_at = datetime.now(timezone.utc).replace(tzinfo=None)
+    started_at = datetime.now(UTC).replace(tzinfo=None)
     t0 = time.perf_counter()
     first_line = 1
     for batch in read_batches(src, block_size):
@@ -160,13 +178,26 @@ def _ingest_source(
         out = SourceSummary(src.label, fmt)
     st.con.execute(
         "INSERT INTO ingests SELECT coalesce(max(ingest_id), 0) + 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM ingests",
-        [src.label, cf.dialect.name if cf else dialect, out.format, first_line, out.lines, out.rows,
-         out.rejects, out.events, out.nbytes, started_at, time.perf_counter() - t0],
+        [
+            src.label,
+            cf.dialect.name if cf else dialect,
+            out.format,
+            first_line,
+            out.lines,
+            out.rows,
+            out.rejects,
+            out.events,
+            out.nbytes,
+            started_at,
+            time.perf_counter() - t0,
+        ],
     )
     return out
 
 
-def _choose_format(st: Store, fmt: str, dialect: str | None, batch: Batch) -> tuple[CompiledFormat, str | None]:
+def _choose_format(
+    st: Store, fmt: str, dialect: str | None, batch: Batch
+) -> tuple[CompiledFormat, str | None]:
     if fmt == "auto":
         return detect.detect_format(st, batch.table, dialect)
     d, string, label = resolve_format(fmt, dialect)
@@ -256,7 +287,9 @@ def _exact_path(con, cf, fast, tz, classification, params, label) -> tuple[int, 
         "INSERT INTO rejects SELECT $source, line_no, line, __reason FROM __left WHERE NOT __ok",
         {"source": label},
     )
-    reasons = Counter(dict(con.execute("SELECT __reason, count(*) FROM __left WHERE NOT __ok GROUP BY 1").fetchall()))
+    reasons = Counter(
+        dict(con.execute("SELECT __reason, count(*) FROM __left WHERE NOT __ok GROUP BY 1").fetchall())
+    )
     con.execute("DROP TABLE __left")
     return n_rows, reasons
 
@@ -269,4 +302,3 @@ def _finish_summary(st: Store, summary: IngestSummary) -> None:
         "SELECT min(ts_start), max(ts_start) FROM requests WHERE source IN (SELECT unnest(?))", [labels]
     ).fetchall()[0]
     summary.ts_min, summary.ts_max = lo, hi
-

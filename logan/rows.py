@@ -53,8 +53,13 @@ def derived_sql(cf: CompiledFormat, typed: str) -> str:
             out.setdefault(col, col)
     if "request" in have:
         ok3 = "(len(__rq) = 3 AND starts_with(__rq[3], 'HTTP/'))"
-        uri = _uri(f"__rq[2]")
-        for col, sql in (("method", "__rq[1]"), ("protocol", "__rq[3]"), ("path", uri["path"]), ("query", uri["query"])):
+        uri = _uri("__rq[2]")
+        for col, sql in (
+            ("method", "__rq[1]"),
+            ("protocol", "__rq[3]"),
+            ("path", uri["path"]),
+            ("query", uri["query"]),
+        ):
             if col not in have:
                 out[col] = f"CASE WHEN {ok3} THEN {sql} END"
         if "vhost" not in have:
@@ -67,6 +72,10 @@ def derived_sql(cf: CompiledFormat, typed: str) -> str:
             out["ts_end"] = "ts_start + to_microseconds(duration_us)"
         if "ts_end" in have and "ts_start" not in have:
             out["ts_start"] = "ts_end - to_microseconds(duration_us)"
+    elif "ts_end" in have and "ts_start" not in have:
+        # The log marks only the end (nginx combined) and has no duration: the end is the
+        # best start we know, off by the request's own (unlogged) time.
+        out["ts_start"] = "ts_end"
     cols = [f"{out.get(c, 'NULL')} AS {c}" for c in schema.REQUEST_COLUMNS if c not in CLASS_COLUMNS]
     split = ", string_split(request, ' ') AS __rq" if "request" in have else ""
     return f"SELECT {', '.join(cols)} FROM (SELECT *{split} FROM ({typed}) WHERE __ok)"

@@ -1,0 +1,174 @@
+"""The `logan` command: a thin layer over the library (logan.ingest, logan.store, ...)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+from rich.table import Table
+from rich.text import Text
+
+from logan.errors import LoganError
+from logan.ingest import IngestSummary, ingest
+from logan.store import open_store
+
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="Where does the time go? Web-server logs into DuckDB."
+)
+err = Console(stderr=True, highlight=False)
+out = Console(highlight=False)
+
+# Inputs smaller than this finish before a progress bar is worth drawing.
+_PROGRESS_MIN_BYTES = 64 << 20
+
+DbOpt = Annotated[Path | None, typer.Option("--db", help="DuckDB store file (created if missing)")]
+
+
+def _progress_for(paths: list[str]):  # noqa: ANN202
+    sizes = [Path(p).stat().st_size for p in paths if p != "-" and Path(p).is_file()]
+    if sum(sizes) < _PROGRESS_MIN_BYTES or not err.is_terminal:
+        return None, None
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        console=err,
+        transient=True,
+    )
+    task = bar.add_task("ingest", total=sum(sizes))
+    done: dict[str, int] = {}
+
+    def update(source: str, nbytes: int, _total: int | None) -> None:
+        done[source] = nbytes
+        bar.update(task, completed=sum(done.values()), description=Text(Path(source).name))
+
+    return bar, update
+
+
+def run_ingest(paths: list[str], **kwargs: object) -> IngestSummary:
+    """Ingest with a progress bar on stderr for long inputs."""
+    bar, update = _progress_for(paths)
+    if bar is None:
+        return ingest(paths, **kwargs)  # type: ignore[arg-type]
+    with bar:
+        return ingest(paths, progress=update, **kwargs)  # type: ignore[arg-type]
+
+
+def print_summary(s: IngestSummary) -> None:
+    """The closing summary of an ingest, on stderr (stdout stays for answers)."""
+    for src in s.sources:
+        if src.detected:
+            err.print(Text(f"{src.source}: {src.detected}"))
+    t = Table(show_header=False, box=None, pad_edge=False)
+    t.add_row("lines read", f"{s.lines:,}")
+    t.add_row("requests", f"{s.rows:,}")
+    t.add_row("rejects", f"{s.rejects:,}")
+    if s.events:
+        t.add_row("events", f"{s.events:,}")
+    for reason, n in s.rejects_by_reason.items():
+        t.add_row(Text(f"  {reason}"), f"{n:,}")
+    bad = s.total("invalid_utf8")
+    if bad:
+        t.add_row("not UTF-8", f"{bad:,} lines kept, bytes written \\xhh")
+    if s.ts_min is not None:
+        t.add_row("time range", f"{s.ts_min:%Y-%m-%d %H:%M:%S} .. {s.ts_max:%Y-%m-%d %H:%M:%S} UTC")
+    if s.tz_assumed:
+        t.add_row("time zone", f"timestamps without an offset were read as {s.tz} (--tz)")
+    if s.profile:
+        t.add_row("profile", s.profile)
+    mb = s.total("nbytes") / 1e6
+    t.add_row("took", f"{s.seconds:.2f} s, {mb:,.1f} MB, {s.mb_per_s:,.0f} MB/s")
+    err.print(t)
+
+
+@app.command("ingest")
+def ingest_command(
+    files: Annotated[list[str], typer.Argument(help="log files, globs, .gz, or - for stdin")],
+    db: DbOpt = None,
+    format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            help="preset (combined_D, apache:combined) or the format string from the server's config; auto detects",
+        ),
+    ] = "auto",
+    dialect: Annotated[str | None, typer.Option(help="apache | nginx | varnish | haproxy")] = None,
+    tz: Annotated[str, typer.Option(help="time zone of timestamps that carry no offset")] = "UTC",
+    profile: Annotated[str, typer.Option(help="classification: auto | puppet | generic | none")] = "auto",
+    label: Annotated[str | None, typer.Option(help="source name for stdin or a single file")] = None,
+) -> None:
+    """Read access logs into a DuckDB store: every line becomes a request or a reject."""
+    store = open_store(db)
+    s = run_ingest(files, store=store, format=format, dialect=dialect, tz=tz, profile=profile, label=label)
+    print_summary(s)
+    if db is None:
+        err.print("(in-memory store: nothing was kept; give --db FILE to keep the table)")
+    store.close()
+
+
+@app.command("sql")
+def sql_command(
+    query: Annotated[str, typer.Argument(help="SQL over requests, rejects, events, ingests")],
+    db: Annotated[Path, typer.Option("--db", help="DuckDB store file")],
+    output: Annotated[str, typer.Option("--output", "-o", help="table | csv | json")] = "table",
+) -> None:
+    """Ad-hoc SQL against a store."""
+    if not db.exists():
+        raise LoganError(f"no store at {db}")
+    store = open_store(db, read_only=True)
+    try:
+        df = store.sql(query)
+    except Exception as exc:  # duckdb's own message says what is wrong with the query
+        raise LoganError(str(exc).splitlines()[0]) from exc
+    finally:
+        store.close()
+    write_frame(df, output)
+
+
+def write_frame(df, output: str) -> None:  # noqa: ANN001
+    """A DataFrame to stdout as table, csv or json; cell text is data, never markup."""
+    if output == "csv":
+        df.to_csv(sys.stdout, index=False)
+    elif output == "json":
+        sys.stdout.write(json.dumps(json.loads(df.to_json(orient="records", date_format="iso")), indent=1))
+        sys.stdout.write("\n")
+    elif output == "table":
+        t = Table()
+        for c in df.columns:
+            t.add_column(Text(str(c)))
+        for row in df.itertuples(index=False):
+            t.add_row(*[Text("" if v is None else str(v)) for v in row])
+        out.print(t)
+    else:
+        raise LoganError(f"unknown output {output!r}: table, csv or json")
+
+
+@app.command("formats")
+def formats_command() -> None:
+    """The named formats logan knows, by dialect."""
+    from logan.dialects import dialects
+
+    t = Table("preset", "format string")
+    for d in dialects().values():
+        for name, fmt in d.presets.items():
+            t.add_row(Text(f"{d.name}:{name}"), Text(fmt))
+    out.print(t)
+
+
+def main() -> None:
+    try:
+        app()
+    except LoganError as exc:
+        err.print(Text(f"logan: {exc}", style="red"))
+        raise SystemExit(2) from None
+
+
+if __name__ == "__main__":
+    main()
