@@ -2,7 +2,9 @@
 
 Several environments; file_metadata dominates the count, catalogs dominate the time, agents
 PUT reports; a few 404s and 500s; Puppet 3 paths and some Puppet 4+ (/puppet/v3) ones.
-The same seed gives the same bytes. Apache writes a line when the request ends while %t is
+A traffic spike sits in the middle of every log (tenth of the lines from 40% on): five
+times the request rate, and every request slower as the master saturates. The same seed
+gives the same bytes. Apache writes a line when the request ends while %t is
 its start, so lines come slightly out of time order, as in real logs.
 
     python -m logan.generate --lines 5000000 -o big.log      # about 0.7 GB
@@ -67,17 +69,19 @@ def requests(n: int, seed: int = 1, start: datetime | None = None) -> Iterator[R
     shares = np.array([e[1] for e in ENDPOINTS])
     nodes = [f"node{i:04d}.example.com" for i in range(400)]
     block = 10_000
+    spike = range(int(n * 0.4), int(n * 0.5))
     for lo in range(0, n, block):
         m = min(block, n - lo)
         kinds = rng.choice(len(ENDPOINTS), size=m, p=shares / shares.sum())
-        gaps = rng.exponential(8000.0, size=m).astype(np.int64)  # about 125 requests/s
+        gaps = rng.exponential(40_000.0, size=m).astype(np.int64)  # about 25 requests/s
         noise = rng.lognormal(0.0, 1.0, size=m)
         for i in range(m):
             endpoint, _, median_ms, sigma, method = ENDPOINTS[kinds[i]]
-            t += timedelta(microseconds=int(gaps[i]))
+            slow = 3.0 if lo + i in spike else 1.0
+            t += timedelta(microseconds=int(gaps[i] / (5.0 if slow > 1 else 1.0)))
             node_i = int(rng.integers(len(nodes)))
             env = ENVIRONMENTS[node_i % len(ENVIRONMENTS)]
-            duration = int(median_ms * 1000 * noise[i] ** sigma)
+            duration = int(median_ms * 1000 * slow * noise[i] ** sigma)
             status = 200
             if endpoint == "file_metadata" and rng.random() < 0.01:
                 status = 404
