@@ -60,6 +60,19 @@ def run_ingest(paths: list[str], **kwargs: object) -> IngestSummary:
         return ingest(paths, progress=update, **kwargs)  # type: ignore[arg-type]
 
 
+def format_from_options(
+    format: str, dialect: str | None, nginx_conf: Path | None, log_format_name: str | None
+) -> tuple[str, str | None]:
+    """--nginx-conf/--log-format-name name a format as the server's config writes it."""
+    if nginx_conf is None:
+        if log_format_name:
+            raise LoganError("--log-format-name needs --nginx-conf")
+        return format, dialect
+    from logan.nginx_conf import format_from_nginx_conf
+
+    return format_from_nginx_conf(nginx_conf, log_format_name or "combined"), "nginx"
+
+
 def print_summary(s: IngestSummary) -> None:
     """The closing summary of an ingest, on stderr (stdout stays for answers)."""
     for src in s.sources:
@@ -103,8 +116,13 @@ def ingest_command(
     tz: Annotated[str, typer.Option(help="time zone of timestamps that carry no offset")] = "UTC",
     profile: Annotated[str, typer.Option(help="classification: auto | puppet | generic | none")] = "auto",
     label: Annotated[str | None, typer.Option(help="source name for stdin or a single file")] = None,
+    nginx_conf: Annotated[Path | None, typer.Option(help="read the format from this nginx.conf")] = None,
+    log_format_name: Annotated[
+        str | None, typer.Option(help="the log_format name in --nginx-conf (default: combined)")
+    ] = None,
 ) -> None:
     """Read access logs into a DuckDB store: every line becomes a request or a reject."""
+    format, dialect = format_from_options(format, dialect, nginx_conf, log_format_name)
     store = open_store(db)
     s = run_ingest(files, store=store, format=format, dialect=dialect, tz=tz, profile=profile, label=label)
     print_summary(s)
@@ -160,6 +178,15 @@ def formats_command() -> None:
         for name, fmt in d.presets.items():
             t.add_row(Text(f"{d.name}:{name}"), Text(fmt))
     out.print(t)
+
+
+def _register_stats() -> None:
+    from logan.cli_stats import stats_command
+
+    app.command("stats")(stats_command)
+
+
+_register_stats()
 
 
 def main() -> None:

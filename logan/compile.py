@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from logan import schema
-from logan.convert import TIME_BASE, TIME_FRACTION, Typed, convert, sql_str
+from logan.convert import EXTRA_CONVERTERS, TIME_FRACTION, Typed, convert, sql_str
 from logan.dialects import Dialect, FieldSpec
 from logan.errors import FormatError
 from logan.syntax import Directive
@@ -33,8 +33,33 @@ VALUE_PATTERNS = {
     "time": r".+?",
     "text": r".*?",
     "decimal": r"-|-?\d+(?:\.\d+)?",
+    # nginx $time_local: the CLF time without brackets (the brackets are the format's).
+    "clf_time_bare": r"\d{2}/\w{3}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4}",
+    # nginx $upstream_*: one value per upstream tried, ", " between tries and " : " where an
+    # internal redirect moved to another upstream group.
+    "list": r"\S+(?:(?:, | : )\S+)*",
+    # nginx writes nothing at all for a variable that is found but empty ("[]").
+    "token0": r"\S*",
+    # A host name never holds "/": "$host$request_uri" splits where the path begins.
+    "host": r"[^\s/]+",
+    # HAProxy timers and counts: "-1" (a timer never reached), "+123" (logasap: still
+    # running when logged; retries: redispatched).
+    "signed": r"[+-]?\d+",
+    # HAProxy %tr/%t: 06/Feb/2009:12:14:14.655, local time with ms and no zone.
+    "hap_date": r"\d{2}/\w{3}/\d{4}:\d{2}:\d{2}:\d{2}\.\d{3}",
+    # HAProxy %hr/%hs: "{a|b}"; '{', '|', '}' and '"' inside are written #7B, #7C, #7D, #22.
+    "braces": r"\{[^{}]*\}",
+    # HAProxy %hrl/%hsl: one quoted value per captured header, spaces between them.
+    "quoted_list": r'"[^"]*"(?: "[^"]*")*',
 }
+# Value shapes that can never contain a separator character such as "/" or ":".
+NUMERIC_VALUES = {"int", "signed"}
 QUOTED_PATTERN = r'(?:[^"\\]|\\.)*'
+# A quoted field's text per escape mode: nginx's default escaping never leaves a raw '"' in
+# a value; with no escaping at all (nginx escape=none, varnishncsa) a value may hold one.
+QUOTED_BY_ESCAPE = {"nginx": r'[^"]*', "none": r".*?"}
+# HAProxy writes '"' in any value as #22, so a quoted field never holds one.
+QUOTED_BY_ESCAPE["haproxy"] = r'[^"]*'
 
 # Columns a format can fill directly; the rest are derived or classified.
 _TS = "ts"
@@ -66,6 +91,7 @@ class CompiledFormat:
     columns: dict[str, Field] = field(default_factory=dict)  # canonical column -> field
     extras: list[Field] = field(default_factory=list)
     time_fields: list[Field] = field(default_factory=list)
+    escape: str = "apache"  # decoder of the exact path: apache, json, nginx, none
 
     # ---- raw field texts -------------------------------------------------------------
     def fast_raw_sql(self, rel: str) -> str | None:
@@ -84,9 +110,14 @@ class CompiledFormat:
         )
 
     def _decode(self, expr: str, f: Field) -> str:
-        if not f.quoted or self.dialect.escape != "apache":
+        if self.escape == "nginx":
+            # nginx escape=default writes '"', '\\' and bytes < 0x20 or >= 0x7f of every
+            # variable as \xHH: undo \x22 and \x5C, keep the rest as written (like Apache's
+            # \xhh). Every '\\' in the line starts an escape, so the two passes cannot mix.
+            return f"replace(replace({expr}, '\\x22', '\"'), '\\x5C', '\\')"
+        if not f.quoted or self.escape not in ("apache", "json"):
             return expr
-        # \" -> " and \\ -> \ in one left-to-right pass; \xhh stays as written.
+        # \" -> " and \\ -> \ in one left-to-right pass; \xhh (JSON: \n, \u0001) stays.
         return f"regexp_replace({expr}, '\\\\([\"\\\\])', '\\1', 'g')"
 
     # ---- typed and derived columns ----------------------------------------------------
@@ -99,31 +130,58 @@ class CompiledFormat:
             cols[col] = t.sql
             if t.ok:
                 checks.append((t.ok, f"bad {f.spec.directive} value"))
+        for f in self.fields:  # columns a field fills besides its own (upstream_tries)
+            for col, conv in f.spec.also:
+                if col not in cols and col in schema.REQUEST_TYPES:
+                    cols[col] = convert(conv, f.alias, f.spec.arg, tz).sql
         start, end, time_checks = self._times(tz)
         checks += time_checks
         if start:
             cols["ts_start"] = start
         if end:
             cols["ts_end"] = end
-        if self.extras:
+        if self.extras or self._flags(tz):
             # No map at all for the common row whose extras are all "-" (%l in combined).
-            pairs = ", ".join(f"{sql_str(f.spec.name)}: nullif({f.alias}, '-')" for f in self.extras)
-            none = " AND ".join(f"{f.alias} = '-'" for f in self.extras)
-            cols["extra"] = f"CASE WHEN {none} THEN NULL ELSE MAP {{{pairs}}} END"
+            pairs = [f"{sql_str(f.spec.name)}: {self._extra_value(f, tz)}" for f in self.extras]
+            none = [self._absent(f) for f in self.extras]
+            for name, flag in self._flags(tz):
+                pairs.append(f"{sql_str(name)}: CASE WHEN {flag} THEN 'true' END")
+                none.append(f"NOT coalesce({flag}, false)")
+            cols["extra"] = f"CASE WHEN {' AND '.join(none)} THEN NULL ELSE MAP {{{', '.join(pairs)}}} END"
         return cols, checks
+
+    def _extra_value(self, f: Field, tz: str) -> str:
+        if f.spec.convert in EXTRA_CONVERTERS:
+            return convert(f.spec.convert, f.alias, f.spec.arg, tz).sql
+        return f"nullif({f.alias}, '-')"
+
+    @staticmethod
+    def _absent(f: Field) -> str:
+        # An optional field the split path does not read is NULL there: absent too.
+        return f"coalesce({f.alias}, '-') = '-'" if f.spec.optional else f"{f.alias} = '-'"
+
+    def _flags(self, tz: str) -> list[tuple[str, str]]:
+        """(extra entry, predicate) for fields whose text may carry a marker (logasap)."""
+        found: dict[str, list[str]] = {}
+        for f in self.fields:
+            flag = convert(f.spec.convert, f.alias, f.spec.arg, tz).flag if f.spec.flag else None
+            if flag:
+                found.setdefault(f.spec.flag, []).append(flag)  # type: ignore[arg-type]
+        return [(name, "(" + " OR ".join(preds) + ")") for name, preds in found.items()]
 
     def _times(self, tz: str) -> tuple[str | None, str | None, list[tuple[str, str]]]:
         starts: list[str] = []
         ends: list[str] = []
         checks: list[tuple[str, str]] = []
         fraction = ""
-        for f in self.time_fields:
+        # The most precise of several times first (nginx $msec over $time_local); stable.
+        for f in sorted(self.time_fields, key=lambda f: -f.spec.priority):
             t: Typed = convert(f.spec.convert, f.alias, f.spec.arg, tz)
             if t.ok:
                 checks.append((t.ok, f"bad {f.spec.directive} value"))
             if f.spec.convert in TIME_FRACTION:
                 fraction = f" + to_microseconds(coalesce({t.sql}, 0))"
-            elif (f.spec.arg or "").startswith("end:"):
+            elif f.spec.role == "end" or (f.spec.arg or "").startswith("end:"):
                 ends.append(t.sql)
             else:
                 starts.append(t.sql)
@@ -135,7 +193,8 @@ class CompiledFormat:
 def compile_format(dialect: Dialect, fmt: str, label: str) -> CompiledFormat:
     items: list[str | Field] = []
     fields: list[Field] = []
-    for tok in dialect.tokenize(fmt):
+    escape, body = dialect.split_escape(fmt)
+    for tok in dialect.tokenize(body):
         if isinstance(tok, Directive):
             spec = dialect.spec(tok)
             if spec.literal is not None:
@@ -156,7 +215,8 @@ def compile_format(dialect: Dialect, fmt: str, label: str) -> CompiledFormat:
                 isinstance(before, str) and before.endswith(QUOTE)
                 and isinstance(after, str) and after.startswith(QUOTE)
             )
-    cf = CompiledFormat(dialect, fmt, label, items, fields, _regex(items))
+    regex = _with_prefix(_regex(items, escape), dialect)
+    cf = CompiledFormat(dialect, fmt, label, items, fields, regex, escape=escape)
     _assign_columns(cf)
     return cf
 
@@ -168,19 +228,40 @@ def _append_literal(items: list[str | Field], text: str) -> None:
         items.append(text)
 
 
-def _regex(items: list[str | Field]) -> str:
+def _regex(items: list[str | Field], escape: str = "apache") -> str:
     parts = []
-    for it in items:
+    absorbed = False  # an optional field took the space that starts this literal
+    for i, it in enumerate(items):
         if isinstance(it, str):
-            parts.append(regex_escape(it))
+            parts.append(regex_escape(it[1:] if absorbed else it))
+            absorbed = False
         elif it.quoted:
-            parts.append(f"({QUOTED_PATTERN})")
+            parts.append(f"({QUOTED_BY_ESCAPE.get(escape, QUOTED_PATTERN)})")
         else:
             pattern = VALUE_PATTERNS.get(it.spec.value, r"\S+")
             if it.spec.value == "token" and it.spec.spaces:
                 pattern = r"\S+(?: \S+){%d}" % it.spec.spaces
-            parts.append(f"({pattern})")
+            if it.spec.optional:
+                # Absent, it writes nothing and the separator after it goes too.
+                nxt = items[i + 1] if i + 1 < len(items) else ""
+                absorbed = isinstance(nxt, str) and nxt.startswith(" ")
+                parts.append(f"(?:({pattern}){' ' if absorbed else ''})?")
+            else:
+                parts.append(f"({pattern})")
     return "^" + "".join(parts) + "$"
+
+
+def prefix_regex(dialect: Dialect) -> str | None:
+    """One RE2 alternation of the line prefixes a dialect's lines may carry (syslog
+    headers), or None. The prefixes have no capture groups, so field numbers stay."""
+    if not dialect.prefixes:
+        return None
+    return "(?:" + "|".join(f"(?:{p['regex']})" for p in dialect.prefixes.values()) + ")"
+
+
+def _with_prefix(regex: str, dialect: Dialect) -> str:
+    prefix = prefix_regex(dialect)
+    return regex if prefix is None else "^" + prefix + "?" + regex[1:]
 
 
 def _assign_columns(cf: CompiledFormat) -> None:
@@ -236,16 +317,38 @@ def _words(seg: list[str | Field], sep: str) -> list[list]:
     return words
 
 
+def _without_optional(items: list[str | Field]) -> list[str | Field]:
+    """The format as written when every optional field is absent (the split path's case)."""
+    out: list[str | Field] = []
+    drop_space = False
+    for it in items:
+        if isinstance(it, Field) and it.spec.optional:
+            drop_space = True
+            continue
+        if isinstance(it, str):
+            _append_literal(out, it[1:] if drop_space and it.startswith(" ") else it)
+        else:
+            out.append(it)
+        drop_space = False
+    return out
+
+
 def _fast_plan(cf: CompiledFormat, rel: str) -> str | None:
-    literals = "".join(it for it in cf.items if isinstance(it, str))
+    items = _without_optional(cf.items)
+    literals = "".join(it for it in items if isinstance(it, str))
     sep = "\t" if "\t" in literals and " " not in literals.replace(QUOTE, "") else " "
-    segs = _segments(cf.items)
+    segs = _segments(items)
     raw: dict[str, str] = {}
     conds: list[str] = []
     splits: list[str] = []
+    subsplits: dict[str, str] = {}
     quoted_split = len(segs) > 1
     for k, seg in enumerate(segs):
-        piece = f"p[{k + 1}]" if quoted_split else "line"
+        piece = f"p[{k + 1}]" if quoted_split else "__body"
+        if k % 2 == 1 and not any(isinstance(it, Field) for it in seg):
+            # Only literal text between two quotes: a JSON key ("t":"$msec").
+            conds.append(f"{piece} = {sql_str(''.join(seg))}")  # type: ignore[arg-type]
+            continue
         if k % 2 == 1:  # between quotes: exactly one field
             if len(seg) != 1 or not isinstance(seg[0], Field):
                 return None
@@ -256,20 +359,66 @@ def _fast_plan(cf: CompiledFormat, rel: str) -> str | None:
             continue
         words = _words(seg, sep)
         wname = f"w{k}"
-        splits.append(f"string_split({piece}, {sql_str(sep)}) AS {wname}")
+        src, lists = _joined_lists(seg, piece, sep)
+        if lists:  # a raw \x01 (escape=none) would come back as ", ": leave it to the regex
+            conds += [f"NOT contains({piece}, {byte})" for _, byte in _LIST_MARKS]
+        splits.append(f"string_split({src}, {sql_str(sep)}) AS {wname}")
         conds.append(f"len({wname}) = {len(words)}")
         for group in _word_groups(words):
-            conds += _group_fields(group, wname, sep, raw)
-    if len(raw) != len(cf.fields):
+            conds += _group_fields(group, wname, sep, raw, subsplits)
+        conds += _restore_lists(seg, lists, raw)
+    if len(raw) != sum(isinstance(it, Field) for it in items):
         return None
     if quoted_split:
         conds.insert(0, f"len(p) = {len(segs)}")
     # Lines with a backslash carry escapes: only the exact path decodes them.
-    split_quote = f", string_split(line, {sql_str(QUOTE)}) AS p" if quoted_split else ""
-    inner = f"SELECT line_no, line{split_quote} FROM {rel} WHERE NOT contains(line, '\\')"
+    split_quote = f", string_split(__body, {sql_str(QUOTE)}) AS p" if quoted_split else ""
+    inner = (
+        f"SELECT line_no, line, __body{split_quote} FROM (SELECT line_no, line, "
+        f"{_body_sql(cf.dialect)} AS __body FROM {rel} WHERE NOT contains(line, '\\'))"
+    )
     mid = f"SELECT *{''.join(', ' + s for s in splits)} FROM ({inner})"
-    cols = ", ".join(f"{raw[f.alias]} AS {f.alias}" for f in cf.fields)
+    if subsplits:
+        mid = f"SELECT *{''.join(f', {sql} AS {name}' for name, sql in subsplits.items())} FROM ({mid})"
+    cols = ", ".join(f"{raw.get(f.alias, 'CAST(NULL AS VARCHAR)')} AS {f.alias}" for f in cf.fields)
     return f"SELECT line_no, line, {cols} FROM ({mid}) WHERE {' AND '.join(conds) or 'true'}"
+
+
+# nginx $upstream_* lists ("0.100, 0.004 : 0.010") hold spaces in an unquoted stretch. For
+# the split, ", " and " : " become the bytes \x01 and \x02 (nginx never leaves them raw; a
+# line that has one keeps to the regex), and the list fields get them back. Another field of
+# that stretch holding one had a ", " the format does not allow: the line goes to the regex.
+_LIST_MARKS = ((", ", "chr(1)"), (" : ", "chr(2)"))
+
+
+def _joined_lists(seg: list[str | Field], piece: str, sep: str) -> tuple[str, bool]:
+    lists = sep == " " and any(isinstance(it, Field) and it.spec.value == "list" for it in seg)
+    if not lists or any(m in it for it in seg if isinstance(it, str) for m, _ in _LIST_MARKS):
+        return piece, False
+    for mark, byte in _LIST_MARKS:
+        piece = f"replace({piece}, {sql_str(mark)}, {byte})"
+    return piece, True
+
+
+def _restore_lists(seg: list[str | Field], lists: bool, raw: dict[str, str]) -> list[str]:
+    if not lists:
+        return []
+    conds = []
+    for f in (it for it in seg if isinstance(it, Field)):
+        if f.spec.value == "list":
+            for mark, byte in _LIST_MARKS:
+                raw[f.alias] = f"replace({raw[f.alias]}, {byte}, {sql_str(mark)})"
+        else:
+            conds.append(f"NOT regexp_matches({raw[f.alias]}, '[\x01\x02]')")
+    return conds
+
+
+def _body_sql(dialect: Dialect) -> str:
+    """The line without its prefix (syslog header), if it has one of the dialect's."""
+    prefix = prefix_regex(dialect)
+    if prefix is None:
+        return "line"
+    return f"substr(line, length(regexp_extract(line, {sql_str('^' + prefix)})) + 1)"
 
 
 def _word_groups(words: list[list]) -> list[tuple[int, list[list]]]:
@@ -284,13 +433,16 @@ def _word_groups(words: list[list]) -> list[tuple[int, list[list]]]:
 
 
 def _group_fields(
-    group: tuple[int, list[list]], wname: str, sep: str, raw: dict[str, str]
+    group: tuple[int, list[list]], wname: str, sep: str, raw: dict[str, str], subsplits: dict[str, str]
 ) -> list[str]:
     """Fill `raw` with the SQL for each field in a word group; return extra conditions."""
     start, words = group
     fields = [it for w in words for it in w if isinstance(it, Field)]
     if not fields:
-        return []
+        # A word of literal text only (or the empty word between two spaces): it must be
+        # there as written, or a line with other spacing would shift every field after it.
+        literal = "".join(t for w in words for t in w if isinstance(t, str))
+        return [f"{wname}[{start + 1}] = {sql_str(literal)}"]
     n = len(words)
     text = (
         f"{wname}[{start + 1}]"
@@ -310,6 +462,9 @@ def _group_fields(
         else:
             raw[fields[0].alias] = f"substr({text}, {len(pre) + 1}, length({text}) - {len(pre) + len(post)})"
         return []
+    split = _split_fields(template, text, fields, f"{wname}_{start + 1}", raw, subsplits)
+    if split is not None:
+        return split
     # Several fields in one word (%v:%p): a small regex over that word only.
     pattern = "^" + "".join(
         regex_escape(t) if isinstance(t, str) else f"({VALUE_PATTERNS.get(t.spec.value, r'.+?')})"
@@ -318,3 +473,30 @@ def _group_fields(
     for g, f in enumerate(fields, start=1):
         raw[f.alias] = f"regexp_extract({text}, {sql_str(pattern)}, {g})"
     return [f"regexp_full_match({text}, {sql_str(pattern)})"]
+
+
+def _split_fields(
+    template: list, text: str, fields: list[Field], name: str, raw: dict[str, str], subsplits: dict[str, str]
+) -> list[str] | None:
+    """Several fields in one word joined by one separator character (HAProxy
+    %TR/%Tw/%Tc/%Tr/%Ta, %b/%s, %ci:%cp): split it instead of running a regex, or None
+    when the word has another shape."""
+    seps = template[1::2]
+    if (
+        len(template) != 2 * len(fields) - 1
+        or template[0::2] != fields
+        or len(set(seps)) != 1
+        or len(seps[0]) != 1
+    ):
+        return None
+    c = sql_str(seps[0])
+    last = fields[-1]
+    if len(fields) == 2 and last.spec.value in NUMERIC_VALUES:
+        # client:port with an IPv6 client (2001:db8::1:443): the port is after the last ":".
+        raw[last.alias] = f"split_part({text}, {c}, -1)"
+        raw[fields[0].alias] = f"left({text}, length({text}) - length({raw[last.alias]}) - 1)"
+        return [f"contains({text}, {c})"]
+    subsplits[name] = f"string_split({text}, {c})"
+    for j, f in enumerate(fields, start=1):
+        raw[f.alias] = f"{name}[{j}]"
+    return [f"len({name}) = {len(fields)}"]

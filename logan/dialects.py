@@ -31,6 +31,17 @@ class FieldSpec:
     spaces: int = 0
     priority: int = 0
     literal: str | None = None  # the directive stands for fixed text (%%)
+    # "end": the time field marks the end of the request (nginx $time_local), not its start.
+    role: str | None = None
+    # Further canonical columns the same text fills: ((column, converter), ...), e.g. an
+    # nginx $upstream_addr list also gives upstream_tries (the count of its values).
+    also: tuple[tuple[str, str], ...] = ()
+    # The field may write nothing at all, and then the separator after it is not written
+    # either (HAProxy %hr without header captures).
+    optional: bool = False
+    # Name of an `extra` entry set to "true" when the converter sees its marker in the text
+    # (HAProxy logasap "+" before Ta and B): the value keeps its column, the mark its entry.
+    flag: str | None = None
 
 
 @dataclass
@@ -40,30 +51,65 @@ class Dialect:
     escape: str
     directives: dict[str, dict]
     presets: dict[str, str] = field(default_factory=dict)
+    # The server's own escape= words (nginx log_format escape=json) -> the decoder to use.
+    escapes: dict[str, str] = field(default_factory=dict)
+    # The entry for a directive the table does not know (nginx: any variable is loggable).
+    fallback: dict | None = None
+    # Line prefixes a log writer may put before every line (syslog headers), by name:
+    # {"regex": RE2 without capture groups, "time": RE2 with one group, "time_format": ...}.
+    prefixes: dict[str, dict] = field(default_factory=dict)
+    # Messages that are not requests but worth keeping (server DOWN): {"kinds": [{kind,
+    # regex}], "time": ...}, see logan/events.py.
+    events: dict = field(default_factory=dict)
 
     def tokenize(self, fmt: str) -> list[Token]:
         return TOKENIZERS[self.syntax](fmt)
 
+    def split_escape(self, fmt: str) -> tuple[str, str]:
+        """(decoder, format): a format may start with the server's `escape=MODE ` parameter,
+        written as in the config (`escape=json {"t":"$msec"}`); without it, the default."""
+        head, _, rest = fmt.partition(" ")
+        if self.escapes and head.startswith("escape=") and rest:
+            mode = head.removeprefix("escape=")
+            if mode not in self.escapes:
+                raise FormatError(f"unknown {self.name} escape={mode}; known: {', '.join(self.escapes)}")
+            return self.escapes[mode], rest
+        return self.escape, fmt
+
+    def _entry(self, d: Directive) -> tuple[dict | None, str | None]:
+        """The table entry and argument of a directive: an exact key, else the longest
+        "prefix*" key (nginx $http_<name>: the rest is the argument), else the fallback."""
+        if d.key in self.directives:
+            return self.directives[d.key], d.arg
+        stems = [k[:-1] for k in self.directives if k.endswith("*") and d.key.startswith(k[:-1])]
+        if stems:
+            stem = max(stems, key=len)
+            return self.directives[stem + "*"], d.key[len(stem) :]
+        return self.fallback, d.arg
+
     def spec(self, d: Directive) -> FieldSpec:
-        entry = self.directives.get(d.key)
+        entry, arg = self._entry(d)
         if entry is None:
             raise FormatError(f"unknown {self.name} directive {d.text}")
         merged = {k: v for k, v in entry.items() if k not in ("args", "with_arg")}
-        if d.arg is not None:
+        if arg is not None:
             merged.update(entry.get("with_arg", {}))
-            merged.update(entry.get("args", {}).get(d.arg.lower(), {}))
-        arg = d.arg
-        name = merged.get("name", d.key).replace("{arg}", arg or "")
+            merged.update(entry.get("args", {}).get(arg.lower(), {}))
+        name = merged.get("name", d.key).replace("{arg}", arg or "").replace("{key}", d.key)
         return FieldSpec(
             directive=d.text,
             column=merged.get("column") or None,
             name=name,
             value=merged.get("value", "token"),
             convert=merged.get("convert", "text"),
-            arg=arg,
+            arg=arg if arg is not None else merged.get("arg"),  # a table may give a pattern
             spaces=merged.get("spaces", 0),
             priority=merged.get("priority", 0),
             literal=merged.get("literal"),
+            role=merged.get("role"),
+            also=tuple(merged.get("also", {}).items()),
+            optional=merged.get("optional", False),
+            flag=merged.get("flag"),
         )
 
 
@@ -92,6 +138,10 @@ def dialects() -> dict[str, Dialect]:
             escape=data.get("escape", "none"),
             directives=dict(data.get("directives", {})),
             presets=dict(data.get("presets", {})),
+            escapes=dict(data.get("escapes", {})),
+            fallback=data.get("fallback"),
+            prefixes=dict(data.get("prefixes", {})),
+            events=dict(data.get("events", {})),
         )
     return found
 
@@ -118,5 +168,6 @@ def resolve_format(fmt: str, dialect: str | None) -> tuple[Dialect, str, str]:
         if "%" not in fmt and "$" not in fmt:
             names = sorted(f"{d.name}:{p}" for d in candidates for p in d.presets)
             raise FormatError(f"unknown format {fmt!r}; presets: {', '.join(names)}")
-        dialect = "apache"  # a raw format string without --dialect: Apache's % syntax
+        # A raw format string without --dialect: nginx's $variables, else Apache's % syntax.
+        dialect = "nginx" if "$" in fmt and "%" not in fmt else "apache"
     return get_dialect(dialect), fmt, fmt

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from logan import detect, rows
+from logan import detect, events, rows
 from logan.compile import CompiledFormat, compile_format
 from logan.dialects import resolve_format
 from logan.errors import LoganError
@@ -250,14 +250,17 @@ def _ingest_batch(
         n_fast = 0
         if fast is not None:
             n_fast = con.execute(rows.insert_sql(cf, fast, tz, classification), params).fetchall()[0][0]
-        n_slow = n_rej = 0
+        n_slow = n_rej = n_events = 0
         if n_fast < batch.lines:
-            n_slow, reasons = _exact_path(con, cf, fast, tz, classification, params, label)
+            n_slow, n_events, reasons = _exact_path(
+                con, cf, fast, tz, classification, params, label, n_fast, batch.lines
+            )
             n_rej = sum(reasons.values())
             summary_reasons.update(reasons)
-        if n_fast + n_slow + n_rej != batch.lines:
+        if n_fast + n_slow + n_rej + n_events != batch.lines:
             raise RuntimeError(
-                f"{label}: {batch.lines} lines gave {n_fast + n_slow} rows and {n_rej} rejects"
+                f"{label}: {batch.lines} lines gave {n_fast + n_slow} rows, {n_rej} rejects"
+                f" and {n_events} events"
             )
         con.execute("COMMIT")
     except BaseException:
@@ -268,30 +271,43 @@ def _ingest_batch(
     out.lines += batch.lines
     out.rows += n_fast + n_slow
     out.rejects += n_rej
+    out.events += n_events
     out.nbytes += batch.nbytes
     out.invalid_utf8 += batch.invalid_utf8
 
 
-def _exact_path(con, cf, fast, tz, classification, params, label) -> tuple[int, Counter]:  # noqa: ANN001
+def _left_by_split(con, cf, fast: str, tz: str, n_fast: int, n_lines: int) -> str:  # noqa: ANN001
+    """The lines the split path did not insert. Usually they are the lines it could not
+    split (escapes, odd spacing): finding those costs one split, not a second parse. Only
+    when some split lines failed a type check (a status of "2OO") must the typed
+    projection run again to tell which."""
+    by_shape = f"(SELECT line_no, line FROM __batch WHERE line_no NOT IN (SELECT line_no FROM ({fast})))"
+    n_left = con.execute(f"SELECT count(*) FROM {by_shape}").fetchall()[0][0]
+    if n_fast + n_left == n_lines:
+        return by_shape
+    taken = f"SELECT line_no FROM ({rows.typed_sql(cf, fast, tz, with_reason=False)}) WHERE __ok"
+    return f"(SELECT line_no, line FROM __batch WHERE line_no NOT IN ({taken}))"
+
+
+def _exact_path(con, cf, fast, tz, classification, params, label, n_fast, n_lines):  # noqa: ANN001, ANN201
     """Lines the split path did not take: read them with the format's regex, insert what
-    reads, reject the rest with a reason."""
-    if fast is None:
-        left = "__batch"
-    else:
-        taken = f"SELECT line_no FROM ({rows.typed_sql(cf, fast, tz, with_reason=False)}) WHERE __ok"
-        left = f"(SELECT line_no, line FROM __batch WHERE line_no NOT IN ({taken}))"
+    reads, keep the dialect's non-request messages as events, reject the rest with a
+    reason. Returns (rows, events, rejects by reason)."""
+    left = "__batch" if fast is None else _left_by_split(con, cf, fast, tz, n_fast, n_lines)
     typed = rows.typed_sql(cf, cf.exact_raw_sql(left), tz, with_reason=True)
     con.execute(f"CREATE OR REPLACE TEMP TABLE __left AS {typed}")
     n_rows = con.execute(rows.insert_from_typed_sql(cf, "__left", classification), params).fetchall()[0][0]
+    n_events = events.insert_events(con, cf, "(SELECT line_no, line FROM __left WHERE NOT __ok)", params, tz)
+    rejected = f"NOT __ok AND NOT {events.matches_sql(cf)}"
     con.execute(
-        "INSERT INTO rejects SELECT $source, line_no, line, __reason FROM __left WHERE NOT __ok",
+        f"INSERT INTO rejects SELECT $source, line_no, line, __reason FROM __left WHERE {rejected}",
         {"source": label},
     )
     reasons = Counter(
-        dict(con.execute("SELECT __reason, count(*) FROM __left WHERE NOT __ok GROUP BY 1").fetchall())
+        dict(con.execute(f"SELECT __reason, count(*) FROM __left WHERE {rejected} GROUP BY 1").fetchall())
     )
     con.execute("DROP TABLE __left")
-    return n_rows, reasons
+    return n_rows, n_events, reasons
 
 
 def _finish_summary(st: Store, summary: IngestSummary) -> None:

@@ -1,0 +1,386 @@
+"""Where the time goes: the views of `queries/` as pandas DataFrames, with filters.
+
+The SQL lives in `queries/*.sql`; this module only picks a file, fills the whitelisted
+template slots ({dimensions}, {slo_us}), narrows `requests` with bound parameters and
+reshapes the answer. Every function takes a DuckDB connection whose `requests` table has
+the columns of logan/schema.py.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from logan.resources import queries_dir
+
+# --by name -> the columns it groups by. A fixed whitelist: these names are the only text
+# that enters the SQL templates.
+DIMENSIONS: dict[str, tuple[str, ...]] = {
+    "indirector": ("method", "indirector"),
+    "resource": ("method", "indirector", "resource"),
+    "environment": ("environment",),
+    "requester": ("requester", "requester_group"),
+    "status": ("status",),
+    "route": ("method", "route"),
+    "vhost": ("vhost",),
+    "server": ("backend", "server"),
+    "method": ("method",),
+    "group": ("requester_group",),
+    "cache": ("cache_status",),
+    "client": ("client",),
+    "source": ("source",),
+    "user_agent": ("user_agent",),
+}
+SORTS = {
+    "total": "total_us",
+    "count": "requests",
+    "avg": "avg_us",
+    "p95": "p95_us",
+    "p99": "p99_us",
+    "max": "max_us",
+}
+TIMERS = ("upstream", "ttfb", "queue")  # beside duration, as in queries/by_dimension.sql
+STAT_COLUMNS = [
+    "requests", "total_us", "share", "avg_us", "stddev_us", "min_us",
+    "p50_us", "p90_us", "p95_us", "p99_us", "max_us",
+]  # fmt: skip
+_INTEGER_COLUMNS = ("requests", "total_us", "min_us", "max_us", "bytes", "timed_requests")
+
+
+# --- Queries ------------------------------------------------------------------------------
+def dimension_columns(by: Sequence[str] | str) -> list[str]:
+    """Group-by columns for --by names, in order, without repeats."""
+    names = [by] if isinstance(by, str) else list(by)
+    if not names:
+        raise ValueError(f"--by needs one of {', '.join(DIMENSIONS)}")
+    cols: list[str] = []
+    for name in names:
+        if name not in DIMENSIONS:
+            raise ValueError(f"unknown --by {name!r}; use one of {', '.join(DIMENSIONS)}")
+        cols += [c for c in DIMENSIONS[name] if c not in cols]
+    return cols
+
+
+def query_path(name: str) -> Path:
+    path = queries_dir() / f"{name}.sql"
+    if not path.is_file():
+        raise ValueError(f"no view {name!r} in {queries_dir()}")
+    return path
+
+
+def query_sql(name: str, by: Sequence[str] | str = (), slo_us: int | None = None) -> str:
+    """The text of queries/<name>.sql with its template slots filled from --by names."""
+    sql = query_path(name).read_text()
+    if "{dimensions}" in sql:
+        sql = sql.replace("{dimensions}", ", ".join(dimension_columns(by)))
+    if "{slo_us}" in sql:
+        if slo_us is None:
+            raise ValueError(f"view {name!r} needs a threshold (slo_us)")
+        sql = sql.replace("{slo_us}", str(int(slo_us)))
+    return sql
+
+
+def create_views(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Create TEMP views: one per plain queries/*.sql (named after the file) and by_<dim>
+    for each per-dimension name. Returns their names."""
+    names = []
+    for path in sorted(queries_dir().glob("*.sql")):
+        text = path.read_text()
+        if "{slo_us}" in text:
+            continue
+        if "{dimensions}" in text:
+            for dim in DIMENSIONS:
+                view = f"{path.stem}_{dim}" if path.stem != "by_dimension" else f"by_{dim}"
+                con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS {query_sql(path.stem, [dim])}")
+                names.append(view)
+        else:
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {path.stem} AS {text}")
+            names.append(path.stem)
+    return names
+
+
+# --- Filters ------------------------------------------------------------------------------
+_UNITS_US = {"us": 1, "µs": 1, "ms": 1_000, "s": 1_000_000, "m": 60_000_000, "min": 60_000_000,
+             "h": 3_600_000_000, "d": 86_400_000_000, "w": 604_800_000_000}  # fmt: skip
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|µs|ms|s|min|m|h|d|w)\s*$")
+
+
+def parse_duration(text: str) -> int:
+    """'500ms', '1.5s', '24h', '250us' -> microseconds. A bare number is milliseconds."""
+    text = str(text).strip()
+    if re.fullmatch(r"\d+(?:\.\d+)?", text):
+        return round(float(text) * 1_000)
+    m = _DURATION.match(text)
+    if not m:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 500ms, 2s, 24h)")
+    return round(float(m.group(1)) * _UNITS_US[m.group(2)])
+
+
+def parse_time(text: str | datetime, now: datetime | None = None) -> datetime:
+    """An instant as naive UTC (the store's convention).
+
+    '24h', '90m', '7d' mean that long before `now` (default: the current time);
+    otherwise ISO 8601 ('2013-11-05', '2013-11-05 19:52', '...T19:52:21+01:00') or Apache's
+    '05/Nov/2013:19:52:21 +0000'. A time without offset is UTC.
+    """
+    if isinstance(text, datetime):
+        when = text
+    else:
+        text = text.strip()
+        if _DURATION.match(text):
+            now = now or datetime.now(UTC)
+            if now.tzinfo is None:
+                now = now.replace(tzinfo=UTC)
+            when = now - timedelta(microseconds=parse_duration(text))
+        else:
+            try:
+                when = datetime.fromisoformat(text)
+            except ValueError:
+                try:
+                    when = datetime.strptime(text, "%d/%b/%Y:%H:%M:%S %z")
+                except ValueError:
+                    raise ValueError(
+                        f"not a time: {text!r} (use 24h, 2013-11-05T19:52:21, ...)"
+                    ) from None
+    if when.tzinfo is not None:
+        when = when.astimezone(UTC).replace(tzinfo=None)
+    return when
+
+
+def parse_status(spec: str) -> list[tuple[int, int]]:
+    """'5xx' -> [(500, 599)]; '404' -> [(404, 404)]; '4xx,503' and '500-504' too."""
+    ranges = []
+    for part in str(spec).split(","):
+        part = part.strip().lower()
+        if re.fullmatch(r"[1-5]xx", part):
+            lo = int(part[0]) * 100
+            ranges.append((lo, lo + 99))
+        elif re.fullmatch(r"\d{3}", part):
+            ranges.append((int(part), int(part)))
+        elif m := re.fullmatch(r"(\d{3})-(\d{3})", part):
+            ranges.append((int(m.group(1)), int(m.group(2))))
+        else:
+            raise ValueError(f"not a status: {part!r} (use 5xx, 404, 500-504)")
+    return ranges
+
+
+def _as_list(value: str | Sequence[str] | None) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
+FILTERS = ("since", "until", "env", "method", "status", "path_glob")
+
+
+def filter_sql(filters: dict | None = None) -> tuple[str, list]:
+    """A WHERE condition with ? placeholders and its parameters (values never enter SQL).
+
+    `filters` holds any of FILTERS, as stats() takes them; None values are no filter.
+    """
+    filters = {k: v for k, v in (filters or {}).items() if v is not None}
+    unknown = set(filters) - set(FILTERS)
+    if unknown:
+        raise ValueError(f"unknown filter {sorted(unknown)}; use {', '.join(FILTERS)}")
+    since, until, env, method, status, path_glob = (filters.get(k) for k in FILTERS)
+    conds: list[str] = []
+    params: list = []
+    if since is not None:
+        conds.append("ts_start >= ?")
+        params.append(parse_time(since))
+    if until is not None:
+        conds.append("ts_start < ?")
+        params.append(parse_time(until))
+    for column, values in (("environment", _as_list(env)), ("method", _as_list(method))):
+        if values:
+            conds.append(f"{column} IN ({', '.join('?' * len(values))})")
+            params += [v.upper() if column == "method" else v for v in values]
+    if status is not None:
+        ranges = parse_status(status)
+        conds.append("(" + " OR ".join("status BETWEEN ? AND ?" for _ in ranges) + ")")
+        params += [v for r in ranges for v in r]
+    if path_glob is not None:
+        conds.append("path GLOB ?")
+        params.append(path_glob)
+    return " AND ".join(conds), params
+
+
+def run_view(
+    con: duckdb.DuckDBPyConnection,
+    sql: str,
+    where: str = "",
+    params: Sequence = (),
+) -> pd.DataFrame:
+    """Run a view's SQL over `requests` narrowed by `where` (a CTE named requests shadows
+    the table, so the view text stays as written)."""
+    if where:
+        sql = (
+            f"WITH requests AS (SELECT * FROM main.requests WHERE {where})\n"
+            f"SELECT * FROM (\n{sql}\n) AS v"
+        )
+    return _tidy(con.execute(sql, list(params)).df())
+
+
+def _tidy(df: pd.DataFrame) -> pd.DataFrame:
+    # Counts and sums as nullable integers, so JSON says 42, not 42.0, and NULL stays null.
+    for col in df.columns:
+        if col in _INTEGER_COLUMNS or (col.endswith(("_total_us", "_min_us", "_max_us"))):
+            df[col] = pd.array(df[col].astype("Float64").round(), dtype="Int64")
+    return df
+
+
+# --- Public API -----------------------------------------------------------------------------
+def stats(
+    con: duckdb.DuckDBPyConnection,
+    by: Sequence[str] | str = ("indirector",),
+    sort: str = "total",
+    top: int | None = 20,
+    since: str | datetime | None = None,
+    until: str | datetime | None = None,
+    env: str | Sequence[str] | None = None,
+    method: str | Sequence[str] | None = None,
+    status: str | None = None,
+    path_glob: str | None = None,
+    slo_us: int | None = None,
+) -> pd.DataFrame:
+    """Per-group statistics (queries/by_dimension.sql), one row per group.
+
+    Columns: the dimension columns, requests, total_us, share, avg_us, stddev_us, min_us,
+    p50_us, p90_us, p95_us, p99_us, max_us, error_share (5xx), bytes; then, for each of
+    upstream/ttfb/queue the log has, <timer>_requests, <timer>_total_us, ... <timer>_max_us;
+    with slo_us, timed_requests, slo_share and apdex. Sorted by `sort` (largest first; by
+    requests when the log has no times), `top` rows (None or 0: all).
+    """
+    if sort not in SORTS:
+        raise ValueError(f"unknown sort {sort!r}; use one of {', '.join(SORTS)}")
+    dims = dimension_columns(by)
+    where, params = filter_sql(
+        dict(since=since, until=until, env=env, method=method, status=status, path_glob=path_glob)
+    )
+    long = run_view(con, query_sql("by_dimension", by), where, params)
+    table = long[long["timer"] == "duration"].drop(columns="timer")
+    for timer in TIMERS:
+        part = long[long["timer"] == timer]
+        if part.empty:
+            continue  # the log has no such timer: no columns for it
+        part = part[dims + STAT_COLUMNS].rename(columns={c: f"{timer}_{c}" for c in STAT_COLUMNS})
+        table = table.merge(part, on=dims, how="left")
+    if slo_us is not None:
+        apdex = run_view(con, query_sql("apdex", by, slo_us), where, params)
+        table = table.merge(apdex, on=dims, how="left")
+    key = SORTS[sort]
+    if table[key].isna().all():
+        key = "requests"  # no timing field in this log
+    # ties broken by the groups themselves, so the order never depends on the engine
+    table = table.sort_values(
+        [key, "requests", *dims], ascending=[False, False, *[True] * len(dims)],
+        na_position="last", kind="stable",
+    )
+    if top:
+        table = table.head(top)
+    return _tidy(table.reset_index(drop=True))
+
+
+def view(
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    by: Sequence[str] | str = (),
+    slo_us: int | None = None,
+    **filters,
+) -> pd.DataFrame:
+    """Any queries/<name>.sql as a DataFrame, e.g. view(con, 'histogram', since='24h')."""
+    where, params = filter_sql(filters)
+    return run_view(con, query_sql(name, by, slo_us), where, params)
+
+
+def summary(con: duckdb.DuckDBPyConnection, **filters) -> dict:
+    """queries/summary.sql as a dict: first_ts, last_ts, requests, total_us, p99_us, ..."""
+    row = view(con, "summary", **filters).iloc[0]
+    return {k: (None if pd.isna(v) else v) for k, v in row.items()}
+
+
+def headline(
+    con: duckdb.DuckDBPyConnection,
+    by: Sequence[str] | str = ("indirector",),
+    table: pd.DataFrame | None = None,
+    **filters,
+) -> str:
+    """One paragraph: period, requests, server time, and the top consumer in words.
+
+    'GET file_metadata: 45% of all server time, 7.1M requests, p99 22 ms'. Pass the
+    stats() table (sorted by total) to avoid computing it again.
+    """
+    s = summary(con, **filters)
+    if not s["requests"]:
+        return "No requests match."
+    parts = []
+    if s["first_ts"] is not None:
+        span = (s["last_ts"] - s["first_ts"]).total_seconds() * 1e6
+        parts.append(
+            f"{s['first_ts']:%Y-%m-%d %H:%M} to {s['last_ts']:%Y-%m-%d %H:%M} UTC"
+            f" ({format_us(span)})"
+        )
+    parts.append(f"{format_count(s['requests'])} requests")
+    if s["total_us"] is None:
+        parts.append("no response times in the log")
+    else:
+        parts.append(f"{format_us(s['total_us'])} of server time, p99 {format_us(s['p99_us'])}")
+    text = ", ".join(parts) + "."
+    if table is None:
+        table = stats(con, by=by, sort="total", top=1, **filters)
+    if table.empty:
+        return text
+    top = table.iloc[0]
+    dims = dimension_columns(by)
+    label = " ".join("-" if pd.isna(top[c]) else str(top[c]) for c in dims)
+    if pd.isna(top["total_us"]):
+        share = top["requests"] / s["requests"]
+        return f"{text}\n{label}: {share:.0%} of all requests, {format_count(top['requests'])}."
+    return (
+        f"{text}\n{label}: {top['share']:.0%} of all server time, "
+        f"{format_count(top['requests'])} requests, p99 {format_us(top['p99_us'])}."
+    )
+
+
+# --- Human units ----------------------------------------------------------------------------
+def format_us(us: float | None) -> str:
+    """Microseconds for people: 850 us, 22 ms, 1.4 s, 3.2 min, 26.9 h, 4.1 days."""
+    if us is None or pd.isna(us):
+        return "-"
+    us = float(us)
+    for limit, div, unit in (
+        (1e3, 1, "us"), (1e6, 1e3, "ms"), (60e6, 1e6, "s"), (3600e6, 60e6, "min"),
+        (86400e6 * 2, 3600e6, "h"),
+    ):  # fmt: skip
+        if abs(us) < limit:
+            value = us / div
+            return f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
+    return f"{us / 86400e6:.1f} days"
+
+
+def format_count(n: float | None) -> str:
+    """7129326 -> 7.1M; 84108 -> 84.1k; 2383 -> 2,383."""
+    if n is None or pd.isna(n):
+        return "-"
+    n = float(n)
+    if abs(n) < 10_000:
+        return f"{n:,.0f}"
+    for div, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= div:
+            return f"{n / div:.1f}{unit}"
+    return f"{n:.0f}"
+
+
+def format_bytes(n: float | None) -> str:
+    if n is None or pd.isna(n):
+        return "-"
+    n = float(n)
+    for div, unit in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if abs(n) >= div:
+            return f"{n / div:.1f} {unit}"
+    return f"{n:.0f} B"

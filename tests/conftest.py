@@ -1,0 +1,51 @@
+"""Shared fixtures: the real-log corpus, and a one-call ingest of literal text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from logan.ingest import ingest
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+
+
+def count_lines(data: bytes) -> int:
+    """Lines as a reader must count them, computed without logan: a line ends at \\n, and a
+    last piece without a terminator is a line too."""
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+@pytest.fixture
+def corpus() -> Path:
+    if not CORPUS.is_dir():
+        pytest.skip(f"corpus not found at {CORPUS}")
+    return CORPUS
+
+
+@pytest.fixture
+def ingest_text(tmp_path):  # noqa: ANN001, ANN201
+    """ingest_text(text, fmt, tz='UTC', **kw) -> (summary, requests, rejects).
+
+    Writes `text` (str or bytes, as written: no newline is added) to a file, ingests it with
+    profile='none' and returns both tables as DataFrames ordered by line_no. Checks on every
+    input that rows + rejects (+ events) equals the lines counted here, independently."""
+    counter = iter(range(1_000_000))
+
+    def run(text: str | bytes, fmt: str, tz: str = "UTC", **kw):  # noqa: ANN202
+        data = text.encode() if isinstance(text, str) else text
+        path = tmp_path / f"input{next(counter)}.log"
+        path.write_bytes(data)
+        kw.setdefault("profile", "none")
+        summary = ingest([path], format=fmt, tz=tz, **kw)
+        store = summary.store
+        requests = store.sql("SELECT * FROM requests ORDER BY source, line_no")
+        rejects = store.sql("SELECT * FROM rejects ORDER BY source, line_no")
+        n = count_lines(data)
+        assert summary.lines == n, f"read {summary.lines} lines, the input has {n}"
+        assert summary.rows + summary.rejects + summary.events == n
+        assert (len(requests), len(rejects)) == (summary.rows, summary.rejects)
+        return summary, requests, rejects
+
+    return run

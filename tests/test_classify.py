@@ -1,0 +1,322 @@
+"""Classification: Puppet URLs, generic route templates, requesters, user rules."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from logan.classify import (
+    CLASSIFIED,
+    Group,
+    Rule,
+    Rules,
+    classification_exprs,
+    classified_sql,
+    collapse_routes,
+    detect_profile,
+    load_rules,
+    reclassify,
+    sql_literal,
+)
+from logan.store import open_store
+
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+
+
+def classified(rows: list[dict], profile: str, rules=None, trusted=()) -> pd.DataFrame:
+    """Classify the rows both ways the ingest may (per row, and once per distinct key then
+    joined back), check they agree, and return the answer."""
+    con = open_store(None).con
+    frame = pd.DataFrame(rows).assign(line_no=range(len(rows)))  # noqa: F841 (read below)
+    con.execute("INSERT INTO requests BY NAME SELECT * FROM frame")
+    exprs = classification_exprs(profile, rules, trusted)
+    cols = ", ".join(f"{sql} AS {name}" for name, sql in exprs.items())
+    per_row = con.execute(f"SELECT path, {cols} FROM requests ORDER BY line_no").df()
+    rel = f"SELECT * EXCLUDE ({', '.join(CLASSIFIED)}) FROM requests"
+    joined = con.execute(
+        f"SELECT path, {', '.join(CLASSIFIED)} FROM ({classified_sql(rel, profile, rules, trusted)})"
+        " ORDER BY line_no"
+    ).df()
+    pd.testing.assert_frame_equal(per_row, joined)
+    return per_row
+
+
+def one(profile: str, rules=None, trusted=(), **row) -> dict:
+    row.setdefault("method", "GET")
+    row.setdefault("client", "192.0.2.1")
+    return classified([row], profile, rules, trusted).iloc[0].to_dict()
+
+
+# --- Puppet ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("path", "query", "env", "ind", "res", "route", "requester"),
+    [
+        ("/production/file_metadata/modules/ssh/sshd_config", None, "production",
+         "file_metadata", "modules/ssh/sshd_config", "/{environment}/file_metadata/{key}",
+         "192.0.2.1"),
+        ("/dev/catalog/node1.example.com", None, "dev", "catalog", "node1.example.com",
+         "/{environment}/catalog/{node}", "node1.example.com"),
+        ("/production/file_metadatas/plugins", "checksum_type=md5&recurse=true", "production",
+         "file_metadatas", "plugins", "/{environment}/file_metadatas/{key}", "192.0.2.1"),
+        ("/puppet/v3/catalog/web01", "environment=staging&fail_on_404=true", "staging",
+         "catalog", "web01", "/puppet/v3/catalog/{node}", "web01"),
+        ("/puppet/v3/facts/db02", "environment=production", "production", "facts", "db02",
+         "/puppet/v3/facts/{node}", "db02"),
+        ("/puppet/v3/file_metadatas/pluginfacts", "environment=production", "production",
+         "file_metadatas", "pluginfacts", "/puppet/v3/file_metadatas/{key}", "192.0.2.1"),
+        ("/puppet/v3/environments", None, None, "environments", None,
+         "/puppet/v3/environments", "192.0.2.1"),
+        ("/puppet-ca/v1/certificate/ca", None, None, "certificate", "ca",
+         "/puppet-ca/v1/certificate/{key}", "192.0.2.1"),
+        # not Puppet-shaped: the generic profile answers
+        ("/status/v1/services", None, None, "status", "/status/v1/services",
+         "/status/v1/services", "192.0.2.1"),
+        ("/", None, None, "/", "/", "/", "192.0.2.1"),
+    ],
+)  # fmt: skip
+def test_puppet_urls(path, query, env, ind, res, route, requester) -> None:
+    got = one("puppet", path=path, query=query)
+    assert (got["environment"], got["indirector"], got["resource"]) == (env, ind, res)
+    assert (got["route"], got["requester"]) == (route, requester)
+
+
+def test_puppet_node_name_is_requester_only_for_node_indirections() -> None:
+    rows = [
+        {"method": "PUT", "path": "/production/report/agent7", "client": "10.0.0.7"},
+        {"method": "GET", "path": "/production/node/agent8", "client": "10.0.0.8"},
+        {"method": "GET", "path": "/production/file_content/agent9", "client": "10.0.0.9"},
+    ]
+    got = classified(rows, "puppet")
+    assert list(got["requester"]) == ["agent7", "agent8", "10.0.0.9"]
+
+
+def test_detect_profile() -> None:
+    puppet = ["/production/file_metadata/modules/a", "/puppet/v3/catalog/x", "/favicon.ico"]
+    assert detect_profile(puppet) == "puppet"
+    assert detect_profile(["/blog/tags/puppet", "/production/x/y", "/"]) == "generic"
+    assert detect_profile([]) == "generic"
+
+
+# --- Generic routes -------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("path", "route", "indirector"),
+    [
+        ("/api/users/12345", "/api/users/{id}", "api/users"),
+        ("/api/v2/orders/550e8400-e29b-41d4-a716-446655440000/items",
+         "/api/v2/orders/{uuid}/items", "api/v2/orders"),
+        ("/commit/3f786850e387550fdab836ed7e6dc881de23001b", "/commit/{hash}", "commit"),
+        ("/reports/2024-03-01/summary", "/reports/{date}/summary", "reports"),
+        ("/reset/aB3dE5fG7hI9jK1lM3nO5pQ", "/reset/{token}", "reset"),
+        ("/img/a/logo.PNG", "/img/a/{file}.png", "img"),
+        ("/articles/dynamic-dns-with-dhcp/", "/articles/{slug}/", "articles"),
+        ("/wp-login.php", "/wp-login.php", "wp-login.php"),
+        ("/xmlrpc.php", "/xmlrpc.php", "xmlrpc.php"),
+        ("/users/deadbeef", "/users/deadbeef", "users"),  # a word, not a hash
+        ("/", "/", "/"),
+        ("*", "*", "*"),
+        ("example.com:443", "{other}", "{other}"),
+    ],
+)  # fmt: skip
+def test_generic_routes(path: str, route: str, indirector: str) -> None:
+    got = one("generic", path=path, query="id=7&token=abc")
+    assert (got["route"], got["indirector"], got["resource"]) == (route, indirector, path)
+    assert got["environment"] is None
+
+
+def test_route_is_per_vhost_and_keeps_query_apart() -> None:
+    rows = [
+        {"path": "/u/1", "query": "a=1", "vhost": "Shop.example.com"},
+        {"path": "/u/2", "query": "b=2", "vhost": "blog.example.com"},
+        {"path": "/u/3", "query": None, "vhost": None},
+    ]
+    got = classified(rows, "generic")
+    assert list(got["route"]) == ["shop.example.com/u/{id}", "blog.example.com/u/{id}", "/u/{id}"]
+
+
+def test_null_path_stays_unclassified() -> None:
+    got = one("generic", path=None)
+    assert got["route"] is None and got["indirector"] is None
+
+
+def test_hostile_path_is_data() -> None:
+    evil = "/x'); DROP TABLE requests; --/1"
+    got = one("puppet", path=evil)
+    assert got["resource"] == evil and got["route"] == "/x'); DROP TABLE requests; --/{id}"
+
+
+# --- Learned parameters -----------------------------------------------------------------------
+def test_collapse_routes_finds_parameters_by_cardinality() -> None:
+    con = open_store(None).con
+    tags = [f"/blog/tags/word{chr(97 + i % 26)}{chr(97 + i // 26)}" for i in range(25)]
+    few = [f"/blog/{name}" for name in ("archive", "about", "feed")]
+    scripts = [f"/cgi/s{i}.php" for i in range(25)]
+    top = [f"/top{i}" for i in range(25)]
+    frame = pd.DataFrame({"path": tags + few + scripts + top})  # noqa: F841
+    con.execute("INSERT INTO requests BY NAME SELECT path, path AS route FROM frame")
+    changed = collapse_routes(con, min_values=20)
+    routes = dict(con.execute("SELECT path, route FROM requests").fetchall())
+    assert changed == 25
+    assert {routes[p] for p in tags} == {"/blog/tags/{name}"}
+    assert [routes[p] for p in few + scripts + top] == few + scripts + top
+    assert collapse_routes(con, min_values=20) == 0  # a second run finds nothing new
+    # a later ingest brings one more tag: the parameter is known, so it joins at once
+    con.execute("INSERT INTO requests (path, route) VALUES ('/blog/tags/new', '/blog/tags/new')")
+    assert collapse_routes(con, min_values=20) == 1
+    assert con.execute("SELECT count(DISTINCT route) FROM requests WHERE path LIKE '/blog/tags/%'"
+                       ).fetchone() == (1,)  # fmt: skip
+
+
+@pytest.mark.skipif(not (CORPUS / "elastic_apache_logs").is_dir(), reason="corpus absent")
+def test_elastic_routes_are_few_and_keep_endpoints_apart() -> None:
+    ingest = pytest.importorskip("logan.ingest", reason="logan.ingest not written yet").ingest
+    store = open_store(None)
+    ingest([str(CORPUS / "elastic_apache_logs" / "apache_logs")], store, format="combined",
+           profile="generic")  # fmt: skip
+    collapse_routes(store.con)
+    paths, routes = store.con.execute(
+        "SELECT count(DISTINCT path), count(DISTINCT route) FROM requests"
+    ).fetchone()
+    assert routes * 3 < paths, (routes, paths)
+    # a route never joins two top-level sections, and a script is a route of its own
+    mixed = store.con.execute(
+        r"""SELECT route FROM requests GROUP BY route HAVING
+            (route NOT LIKE '/{%' AND count(DISTINCT regexp_extract(path, '^/[^/]*')) > 1)
+            OR (count(DISTINCT path) > 1 AND bool_or(regexp_matches(path, '\.(php|cgi|aspx?)$')))"""
+    ).fetchall()
+    assert mixed == []
+    got = dict(store.con.execute("SELECT path, route FROM requests").fetchall())
+    assert got["/robots.txt"] != got["/favicon.ico"]
+    assert got["/blog/tags/puppet"] == got["/blog/tags/firefox"] == "/blog/tags/{name}"
+
+
+# --- Requesters ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("client", "xff", "trusted", "expected"),
+    [
+        ("127.0.0.1", "203.0.113.9, 10.0.0.1", ["127.0.0.1/8"], "203.0.113.9"),
+        ("127.9.9.9", "203.0.113.9", ["127.0.0.0/8"], "203.0.113.9"),
+        ("10.1.2.3", "203.0.113.9", ["127.0.0.1/8"], "10.1.2.3"),  # not a trusted proxy
+        ("127.0.0.1", "203.0.113.9", [], "127.0.0.1"),  # no proxy configured
+        ("127.0.0.1", None, ["127.0.0.1/8"], "127.0.0.1"),
+        ("127.0.0.1", "-", ["127.0.0.1/8"], "127.0.0.1"),
+        ("::1", "2001:db8::7", ["::1"], "2001:db8::7"),
+        ("2001:db8:0:0:1::5", "198.51.100.1", ["2001:db8::/48"], "198.51.100.1"),
+        ("2001:db9::5", "198.51.100.1", ["2001:db8::/32"], "2001:db9::5"),
+        ("::ffff:10.0.0.5", "198.51.100.2", ["10.0.0.0/24"], "198.51.100.2"),
+        ("10.0.0.999", "198.51.100.2", ["10.0.0.0/8"], "10.0.0.999"),  # not an address
+    ],
+)  # fmt: skip
+def test_trusted_proxy(client: str, xff: str | None, trusted: list[str], expected: str) -> None:
+    got = one("generic", path="/", client=client, forwarded_for=xff, trusted=trusted)
+    assert got["requester"] == expected
+
+
+# --- User rules ---------------------------------------------------------------------------------
+RULES_TOML = r"""
+[[rules]]
+match = '^/api/v(\d+)/(\w+)'
+indirector = 'api\2'
+environment = 'v\1'
+
+[[rules]]
+match = '^/health'
+method = "get"
+indirector = "health"
+resource = "O'Brien"
+
+[[rules]]
+match = 'internal'
+field = "vhost"
+environment = "internal"
+
+[[groups]]
+name = "office"
+cidrs = ["192.0.2.0/28", "2001:db8::/32"]
+
+[[groups]]
+name = "agents"
+hosts = ["*.Nodes.example.com"]
+"""
+
+
+def test_rules_file_overrides_profile(tmp_path: Path) -> None:
+    path = tmp_path / "rules.toml"
+    path.write_text(RULES_TOML)
+    rules = load_rules(path)
+    assert load_rules(rules) is rules
+    rows = [
+        {"method": "GET", "path": "/api/v3/users/7", "client": "192.0.2.5"},
+        {"method": "GET", "path": "/health", "client": "192.0.2.99"},
+        {"method": "POST", "path": "/health", "client": "2001:db8::1"},
+        {"method": "GET", "path": "/x", "vhost": "internal.example.com",
+         "client": "a.nodes.example.com"},
+        {"method": "PUT", "path": "/production/report/b.nodes.example.com",
+         "client": "198.51.100.1"},
+    ]  # fmt: skip
+    got = classified(rows, "puppet", str(path))
+    assert list(got["indirector"]) == ["apiusers", "health", "health", "x", "report"]
+    assert list(got["environment"].fillna("-")) == ["v3", "-", "-", "internal", "production"]
+    assert list(got["resource"]) == ["/api/v3/users/7", "O'Brien", "/health", "/x",
+                                     "b.nodes.example.com"]  # fmt: skip
+    # POST /health: the rule is for GET only, so the generic profile answers
+    assert got["route"][2] == "/health"
+    assert list(got["requester_group"].fillna("-")) == ["office", "-", "office", "agents",
+                                                        "agents"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[[rules]]\nmatch = '('\nindirector = 'x'\n", "invalid regex"),
+        ("[[rules]]\nmatch = 'a'\n", "sets nothing"),
+        ("[[rules]]\nmatch = 'a'\nfield = 'extra'\nindirector = 'x'\n", "field must be"),
+        ("[[rules]]\nmatch = 'a'\ncolour = 'x'\n", "allowed keys"),
+        ("[[groups]]\nname = 'g'\ncidrs = ['10.0.0.0/33']\n", "groups[0]"),
+        ("[rule]\nmatch = 'a'\n", "unknown sections"),
+    ],
+)
+def test_bad_rules_are_explained(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "rules.toml"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        load_rules(path)
+
+
+def test_rule_values_are_quoted() -> None:
+    assert sql_literal("it's") == "'it''s'"
+    rules = Rules((Rule("'; DROP TABLE requests; --", "path", None, {"indirector": "a'b"}),))
+    got = one("generic", rules=rules, path="/'; DROP TABLE requests; --")
+    assert got["indirector"] == "a'b"
+
+
+def test_reclassify_updates_the_store() -> None:
+    con = open_store(None).con
+    con.execute(
+        "INSERT INTO requests (method, path, client) VALUES"
+        " ('GET', '/production/file_metadata/a', '10.0.0.1'),"
+        " ('GET', '/dev/catalog/n1', '10.0.0.2')"
+    )
+    rules = Rules(groups=(Group("lan", ("10.0.0.0/8",)),))
+    assert reclassify(con, "auto", rules) == 2
+    got = con.execute(
+        "SELECT environment, indirector, requester, requester_group FROM requests ORDER BY path"
+    ).fetchall()
+    assert got == [
+        ("dev", "catalog", "n1", "lan"),
+        ("production", "file_metadata", "10.0.0.1", "lan"),
+    ]
+
+
+def test_unknown_profile() -> None:
+    with pytest.raises(ValueError, match="detect_profile"):
+        classification_exprs("auto")
+
+
+def test_expressions_stay_small() -> None:
+    # The ingest embeds these in every INSERT; a blow-up would show here first.
+    rules = load_rules(Rules(groups=(Group("g", ("10.0.0.0/8", "2001:db8::/32"), ("*.x",)),)))
+    size = sum(map(len, classification_exprs("puppet", rules, ["127.0.0.1/8"]).values()))
+    assert size < 60_000, size

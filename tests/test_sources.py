@@ -1,0 +1,303 @@
+"""Inputs: .gz, stdin, globs, block boundaries, bytes that are not UTF-8, and the batch
+transaction. Expected values come from the generated lines themselves, not from logan."""
+
+from __future__ import annotations
+
+import gzip
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from logan.errors import LoganError
+from logan.ingest import ingest
+from logan.store import open_store
+
+# The module, not the function of the same name (logan has no __init__ to keep them apart).
+INGEST_MODULE = importlib.import_module("logan.ingest")
+
+
+def count_lines(data: bytes) -> int:
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+def make_line(i: int, pad: int = 0, ua: str = "-") -> str:
+    """Line i of a generated combined_D log: its values are functions of i."""
+    path = f"/r{i}/" + "x" * pad
+    return (
+        f'192.0.2.{i % 250} - - [10/Oct/2000:13:{i // 60 % 60:02d}:{i % 60:02d} +0000] '
+        f'"GET {path} HTTP/1.1" 200 {i * 3} {i * 1000 + 7} "-" "{ua}"'
+    )
+
+
+def make_log(n: int, long_every: int = 0, long_pad: int = 0) -> tuple[bytes, list[int]]:
+    pads = [long_pad if long_every and i % long_every == 0 else i % 13 for i in range(1, n + 1)]
+    text = "".join(make_line(i, pads[i - 1]) + "\n" for i in range(1, n + 1))
+    return text.encode(), pads
+
+
+def check_rows(req: pd.DataFrame, n: int, pads: list[int] | None = None) -> None:
+    """Every generated line arrived exactly once, with its own number and values."""
+    req = req.sort_values("line_no").reset_index(drop=True)
+    assert list(req.line_no) == list(range(1, n + 1))
+    assert list(req.bytes_sent) == [i * 3 for i in range(1, n + 1)]
+    assert list(req.duration_us) == [i * 1000 + 7 for i in range(1, n + 1)]
+    if pads is not None:
+        assert list(req.path) == [f"/r{i}/" + "x" * pads[i - 1] for i in range(1, n + 1)]
+
+
+def requests_of(summary) -> pd.DataFrame:  # noqa: ANN001
+    return summary.store.sql("SELECT * FROM requests ORDER BY source, line_no")
+
+
+# ---- gzip ------------------------------------------------------------------------------
+
+
+def test_gz_input(tmp_path):
+    data, pads = make_log(300)
+    gz = tmp_path / "access.log.gz"
+    gz.write_bytes(gzip.compress(data))
+    s = ingest([gz], format="combined_D", profile="none")
+    assert (s.lines, s.rows, s.rejects) == (300, 300, 0)
+    req = requests_of(s)
+    check_rows(req, 300, pads)
+    assert set(req.source) == {str(gz)}
+    assert req.duration_us.sum() == sum(i * 1000 + 7 for i in range(1, 301))
+
+
+def test_gz_without_gz_suffix_and_multi_member(tmp_path):
+    # logrotate's delaycompress / cat a.gz b.gz: two gzip members, one stream; the magic
+    # bytes decide, not the name.
+    data, pads = make_log(50)
+    cut = data.index(b"\n", len(data) // 2) + 1
+    f = tmp_path / "access.log.1"
+    f.write_bytes(gzip.compress(data[:cut]) + gzip.compress(data[cut:]))
+    s = ingest([f], format="combined_D", profile="none", block_size=256)
+    check_rows(requests_of(s), 50, pads)
+
+
+def test_corrupt_gz_is_a_clear_error(tmp_path):
+    f = tmp_path / "bad.log.gz"
+    f.write_bytes(gzip.compress(make_log(100)[0])[:200])
+    with pytest.raises(LoganError, match="cannot read"):
+        ingest([f], format="combined_D", profile="none")
+
+
+# ---- stdin -----------------------------------------------------------------------------
+
+
+def test_stdin_via_cli(tmp_path):
+    data, pads = make_log(120)
+    db = tmp_path / "s.duckdb"
+    r = subprocess.run(
+        ["logan", "ingest", "-", "--db", str(db), "--format", "combined_D", "--profile", "none"],
+        input=data, capture_output=True, timeout=120,
+    )
+    assert r.returncode == 0, r.stderr.decode()
+    with open_store(db, read_only=True) as st:
+        req = st.sql("SELECT * FROM requests ORDER BY line_no")
+        assert st.sql("SELECT count(*) AS n FROM rejects").n[0] == 0
+    assert set(req.source) == {"<stdin>"}
+    check_rows(req, 120, pads)
+
+
+def test_stdin_gz_with_label_via_module(tmp_path):
+    data, pads = make_log(40)
+    db = tmp_path / "s.duckdb"
+    r = subprocess.run(
+        [sys.executable, "-m", "logan", "ingest", "-", "--db", str(db), "--format", "combined_D",
+         "--label", "web1", "--profile", "none"],
+        input=gzip.compress(data), capture_output=True, timeout=120,
+    )
+    assert r.returncode == 0, r.stderr.decode()
+    with open_store(db, read_only=True) as st:
+        req = st.sql("SELECT * FROM requests ORDER BY line_no")
+    assert set(req.source) == {"web1"}
+    check_rows(req, 40, pads)
+
+
+# ---- globs -----------------------------------------------------------------------------
+
+
+def test_glob_expands_rotated_set(tmp_path):
+    sizes = {"access.log": 30, "access.log.1": 20, "access.log.2.gz": 10}
+    for name, n in sizes.items():
+        data = make_log(n)[0]
+        (tmp_path / name).write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    (tmp_path / "error.log").write_text("not an access log\n")
+    s = ingest([str(tmp_path / "access.log*")], format="combined_D", profile="none")
+    assert (s.lines, s.rows, s.rejects) == (60, 60, 0)
+    counts = s.store.sql("SELECT source, count(*) AS n, min(line_no) AS lo, max(line_no) AS hi "
+                         "FROM requests GROUP BY source ORDER BY source")
+    assert list(counts.source) == [str(tmp_path / k) for k in sorted(sizes)]
+    assert list(counts.n) == [sizes[k] for k in sorted(sizes)]
+    assert list(counts.lo) == [1, 1, 1]
+    assert list(counts.hi) == [sizes[k] for k in sorted(sizes)]
+    for src, n in sizes.items():
+        check_rows(s.store.sql(f"SELECT * FROM requests WHERE source = '{tmp_path / src}'"), n)
+
+
+def test_glob_without_match_is_an_error(tmp_path):
+    with pytest.raises(LoganError, match="no file matches"):
+        ingest([str(tmp_path / "nothing*.log")], format="combined_D", profile="none")
+
+
+def test_missing_file_is_an_error(tmp_path):
+    with pytest.raises(LoganError, match="missing.log"):
+        ingest([str(tmp_path / "missing.log")], format="combined_D", profile="none")
+
+
+def test_empty_file(tmp_path):
+    f = tmp_path / "empty.log"
+    f.write_bytes(b"")
+    s = ingest([f], format="combined_D", profile="none")
+    assert (s.lines, s.rows, s.rejects) == (0, 0, 0)
+
+
+# ---- block boundaries ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("block_size", [64, 100, 257, 1 << 20])
+def test_block_boundaries(tmp_path, block_size):
+    # Lines of many lengths, every 7th far longer than any block here.
+    data, pads = make_log(90, long_every=7, long_pad=5000)
+    f = tmp_path / "a.log"
+    f.write_bytes(data)
+    s = ingest([f], format="combined_D", profile="none", block_size=block_size)
+    assert (s.lines, s.rows, s.rejects) == (90, 90, 0)
+    assert s.lines == count_lines(data)
+    check_rows(requests_of(s), 90, pads)
+
+
+@pytest.mark.parametrize("block_size", [64, 100])
+def test_block_boundaries_crlf_and_no_final_newline(tmp_path, block_size):
+    n = 60
+    text = "\r\n".join(make_line(i, i % 11) for i in range(1, n + 1))  # no final terminator
+    f = tmp_path / "a.log"
+    f.write_bytes(text.encode())
+    s = ingest([f], format="combined_D", profile="none", block_size=block_size)
+    assert (s.lines, s.rows, s.rejects) == (n, n, 0)
+    check_rows(requests_of(s), n, [i % 11 for i in range(1, n + 1)])
+
+
+@pytest.mark.parametrize("block_size", [64, 100])
+def test_block_boundaries_rejects_keep_their_line_numbers(tmp_path, block_size):
+    lines = [make_line(i) for i in range(1, 41)]
+    bad = {5: "", 17: "garbage " * 30, 33: "x"}
+    for no, text in bad.items():
+        lines[no - 1] = text
+    f = tmp_path / "a.log"
+    f.write_bytes(("\n".join(lines) + "\n").encode())
+    s = ingest([f], format="combined_D", profile="none", block_size=block_size)
+    rej = s.store.sql("SELECT line_no, raw, reason FROM rejects ORDER BY line_no")
+    assert list(zip(rej.line_no, rej.raw, strict=True)) == sorted(bad.items())
+    assert list(rej.reason) == ["empty line", "does not match format", "does not match format"]
+    req = requests_of(s)
+    assert list(req.line_no) == [i for i in range(1, 41) if i not in bad]
+    assert list(req.duration_us) == [i * 1000 + 7 for i in range(1, 41) if i not in bad]
+
+
+# ---- bytes that are not UTF-8 ----------------------------------------------------------
+
+
+def test_invalid_utf8_is_kept_not_aborted(tmp_path):
+    good = make_line(1).encode()
+    latin1 = make_line(2).encode()
+    latin1 = latin1[: latin1.rindex(b'"-"')] + b'"Mozilla \xe9t\xe9"'  # a Latin-1 User-Agent
+    path_ff = make_line(3).encode().replace(b"/r3/", b"/r3/\xff\xfe")
+    utf8 = make_line(4).replace('"-"', '"Caf\u00e9 \u2603"', 2).encode()
+    junk = b"\x80\x81 junk \xc3\x28"
+    f = tmp_path / "a.log"
+    f.write_bytes(b"\n".join([good, latin1, path_ff, utf8, junk]) + b"\n")
+    s = ingest([f], format="combined_D", profile="none")
+    assert (s.lines, s.rows, s.rejects) == (5, 4, 1)
+    assert s.total("invalid_utf8") == 3
+    req = requests_of(s).set_index("line_no")
+    assert req.user_agent[2] == "Mozilla \\xe9t\\xe9"
+    assert req.path[3] == "/r3/\\xff\\xfe"
+    assert req.user_agent[4] == "Caf\u00e9 \u2603" and req.referer[4] == "Caf\u00e9 \u2603"
+    assert list(req.duration_us) == [1007, 2007, 3007, 4007]
+    rej = s.store.sql("SELECT line_no, raw FROM rejects")
+    assert list(zip(rej.line_no, rej.raw, strict=True)) == [(5, "\\x80\\x81 junk \\xc3(")]
+
+
+def test_invalid_utf8_with_tiny_blocks(tmp_path):
+    lines = [make_line(i).encode() for i in range(1, 31)]
+    for i in (2, 9, 10, 29):
+        lines[i - 1] = lines[i - 1].replace(b"/r", b"/\xe4r")
+    f = tmp_path / "a.log"
+    f.write_bytes(b"\n".join(lines) + b"\n")
+    s = ingest([f], format="combined_D", profile="none", block_size=64)
+    req = requests_of(s)
+    assert list(req.line_no) == list(range(1, 31))
+    expected = [f"/\\xe4r{i}/" for i in (2, 9, 10, 29)]
+    assert [p for p in req.path if p.startswith("/\\xe4r")] == expected
+
+
+# ---- one transaction per batch ---------------------------------------------------------
+
+
+def _counts(db: Path) -> tuple[int, int, int]:
+    with open_store(db, read_only=True) as st:
+        return tuple(
+            int(st.sql(f"SELECT count(*) AS n FROM {t}").n[0]) for t in ("requests", "rejects", "ingests")
+        )
+
+
+def test_failure_mid_batch_rolls_back(tmp_path, monkeypatch):
+    db = tmp_path / "store.duckdb"
+    first = tmp_path / "first.log"
+    first.write_bytes(make_log(25)[0] + b"junk\n")
+    ingest([first], store=db, format="combined_D", profile="none").store.close()
+    assert _counts(db) == (25, 1, 1)
+
+    # A batch with split-path lines, then lines with escapes (the exact path) and a reject:
+    # the fast insert runs, then the exact path fails.
+    second = tmp_path / "second.log"
+    second.write_bytes(make_log(10)[0] + (make_line(11, ua='a \\"q\\"') + "\nbad line\n").encode())
+
+    def boom(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(INGEST_MODULE, "_exact_path", boom)
+    st = open_store(db)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        ingest([second], store=st, format="combined_D", profile="none")
+    # The same connection sees no half batch, and it can go on.
+    assert st.sql("SELECT count(*) AS n FROM requests").n[0] == 25
+    st.close()
+    assert _counts(db) == (25, 1, 1)
+    with open_store(db, read_only=True) as ro:
+        assert set(ro.sql("SELECT DISTINCT source FROM requests").source) == {str(first)}
+
+
+def test_failure_in_second_batch_keeps_the_first(tmp_path, monkeypatch):
+    # Every line the same length, so a block holds exactly two lines, and each pair has one
+    # line for the split path and one (an escape) for the exact path.
+    lines = [make_line(i, ua=("a\\\\b" if i % 2 == 0 else "abcd")) for i in range(10, 20)]
+    width = {len(x) for x in lines}
+    assert len(width) == 1
+    f = tmp_path / "a.log"
+    f.write_bytes(("\n".join(lines) + "\n").encode())
+    real = INGEST_MODULE._exact_path
+    calls = []
+
+    def second_fails(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("killed in batch 2")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(INGEST_MODULE, "_exact_path", second_fails)
+    db = tmp_path / "s.duckdb"
+    st = open_store(db)
+    with pytest.raises(RuntimeError, match="killed in batch 2"):
+        ingest([f], store=st, format="combined_D", profile="none", block_size=2 * (width.pop() + 1) + 5)
+    st.close()
+    with open_store(db, read_only=True) as ro:
+        req = ro.sql("SELECT line_no, user_agent FROM requests ORDER BY line_no")
+    assert list(req.line_no) == [1, 2]
+    assert list(req.user_agent) == ["a\\b", "abcd"]  # lines 10 and 11 of the generator
