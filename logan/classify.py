@@ -16,9 +16,11 @@ Profiles
   of a static file (images, css, js, fonts, html, archives...) becomes {file} keeping its
   extension: serving `/img/a.png` and `/img/b.png` is one endpoint, while `/login.php` and
   `/xmlrpc.php` (dynamic extensions) stay apart. The query string is never part of a route.
-  The route is prefixed with the vhost when the log has one. `indirector` is the route's
-  first path segment, extended over API prefixes (`api`, `rest`, `v1`...) so that
-  `/api/v1/users/{id}` is in `api/v1/users`; the root is `/`. `resource` is the path.
+  The route is prefixed with the vhost when the log has one. `indirector` is the kind of
+  static file (`*.png`: what a CDN or cache would take) or else the route's first path
+  segment, extended over API prefixes (`api`, `rest`, `v1`...) so that `/api/v1/users/{id}`
+  is in `api/v1/users`; the root is `/`. `resource` is the path. After loading,
+  collapse_routes finds parameters that look like words (`/blog/tags/{name}`) across rows.
 """
 
 from __future__ import annotations
@@ -166,7 +168,9 @@ def _generic_exprs() -> dict[str, str]:
     # The template is computed once per row and bound to a lambda parameter ("let").
     indirector = (
         f"list_transform([{template}], lambda lg_t:"
-        " CASE WHEN lg_t IS NULL OR lg_t NOT LIKE '/%' THEN lg_t ELSE "
+        " CASE WHEN lg_t IS NULL OR lg_t NOT LIKE '/%' THEN lg_t"
+        " WHEN regexp_matches(lg_t, '/\\{file\\}\\.[^/]+$')"
+        " THEN '*' || regexp_extract(lg_t, '\\{file\\}(\\.[^/]+)$', 1) ELSE "
         f"coalesce(nullif(regexp_extract(lg_t, {sql_literal(_INDIRECTOR)}, 1), ''), '/') END)[1]"
     )
     return {
@@ -184,9 +188,10 @@ def _generic_exprs() -> dict[str, str]:
 # distinct words sit between the same prefix and the same rest of the route is a parameter
 # (`/projects/{name}/`), while a word with a subtree of its own (`/cms/wp-content/...`) stays. This needs the whole table, so it
 # runs after the rows are in (ingest, reclassify), over the distinct routes only (small).
-ROUTE_PARAM_MIN_VALUES = 20
-# Never a parameter: the first path segment (the endpoint class, and the indirector), and
-# script names, which are endpoints of their own.
+ROUTE_PARAM_MIN_VALUES = 10
+# Never a parameter: the first path segment and the one after API prefixes (/api/v1/users:
+# the endpoint class, as in the indirector), and script names, which are endpoints too.
+_API_PREFIX = r"^[^/]*(?:/(?:api|rest|v\d+(?:\.\d+)?))*$"
 _SCRIPT = r"\.(?:php\d?|aspx?|asmx|ashx|jsp|jspx|cgi|pl|py|rb|do|action|json|xml)$"
 
 
@@ -210,7 +215,9 @@ def collapse_routes(
               SELECT old, parts, array_to_string(parts[1:{k - 1}], '/') AS prefix,
                 array_to_string(parts[{k + 1}:], '/') AS suffix, parts[{k}] AS value,
                 parts[{k}] <> '' AND parts[{k}] NOT LIKE '{{%'
-                  AND NOT regexp_matches(parts[{k}], {sql_literal(_SCRIPT)}, 'i') AS literal
+                  AND NOT regexp_matches(parts[{k}], {sql_literal(_SCRIPT)}, 'i')
+                  AND NOT regexp_matches(array_to_string(parts[1:{k - 1}], '/'),
+                                         {sql_literal(_API_PREFIX)}, 'i') AS literal
               FROM (SELECT old, string_split(new, '/') AS parts FROM logan_route_map)
               WHERE len(parts) >= {k}
             ), wide AS (

@@ -152,6 +152,7 @@ def sql_command(
 
 def write_frame(df, output: str) -> None:  # noqa: ANN001
     """A DataFrame to stdout as table, csv or json; cell text is data, never markup."""
+    df = _integral_floats_as_ints(df)
     if output == "csv":
         df.to_csv(sys.stdout, index=False)
     elif output == "json":
@@ -166,6 +167,17 @@ def write_frame(df, output: str) -> None:  # noqa: ANN001
         out.print(t)
     else:
         raise LoganError(f"unknown output {output!r}: table, csv or json")
+
+
+def _integral_floats_as_ints(df):  # noqa: ANN001, ANN202
+    # DuckDB's sum(BIGINT) is a 128-bit integer, which pandas holds as float: 7800.0.
+    for col in df.columns:
+        s = df[col]
+        if s.dtype.kind == "f" and s.notna().any():
+            vals = s.dropna()
+            if (vals == vals.round()).all() and vals.abs().max() < 2**53:
+                df[col] = s.astype("Int64")
+    return df
 
 
 @app.command("formats")

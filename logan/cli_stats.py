@@ -23,7 +23,8 @@ from logan import stats as st
 from logan.errors import LoganError
 
 OUTPUTS = ("table", "csv", "json", "markdown", "parquet")
-_out = Console(highlight=False)
+# A report written to a file or pipe is not squeezed into 80 columns.
+_out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 _err = Console(stderr=True, highlight=False)
 
 
@@ -154,7 +155,10 @@ def write_stats(
         cols, rows = human_rows(df, dims or [], total_requests)
         t = Table(show_lines=False)
         for i, c in enumerate(cols):
-            t.add_column(Text(c), justify="left" if i < len(dims or []) else "right")
+            if i < len(dims or []):
+                t.add_column(Text(c), overflow="fold")
+            else:
+                t.add_column(Text(c), justify="right", no_wrap=True)
         for row in rows:
             t.add_row(*[Text(v) for v in row])
         _out.print(t)
@@ -168,7 +172,8 @@ def human_rows(
     spec: list[tuple[str, str, object]] = [
         ("requests", "requests", st.format_count),
     ]
-    if total_requests:
+    if total_requests and ("share" not in df.columns or df["share"].isna().all()):
+        # no times in the log: the share of requests is the next best answer
         spec.append(("% req", "requests", lambda n: pct(n / total_requests)))
     spec += [
         ("% time", "share", pct), ("total", "total_us", st.format_us),

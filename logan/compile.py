@@ -14,7 +14,7 @@ columns, classification) is one shared SQL projection.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from logan import schema
 from logan.convert import EXTRA_CONVERTERS, TIME_FRACTION, Typed, convert, sql_str
@@ -49,6 +49,8 @@ VALUE_PATTERNS = {
     "hap_date": r"\d{2}/\w{3}/\d{4}:\d{2}:\d{2}:\d{2}\.\d{3}",
     # HAProxy %hr/%hs: "{a|b}"; '{', '|', '}' and '"' inside are written #7B, #7C, #7D, #22.
     "braces": r"\{[^{}]*\}",
+    # Apache %q: "?a=1", or nothing at all when there is no query string.
+    "query": r"(?:\?\S*)?",
     # HAProxy %hrl/%hsl: one quoted value per captured header, spaces between them.
     "quoted_list": r'"[^"]*"(?: "[^"]*")*',
 }
@@ -129,6 +131,10 @@ class CompiledFormat:
             t = convert(f.spec.convert, f.alias, f.spec.arg, tz)
             cols[col] = t.sql
             if t.ok:
+                typ = schema.REQUEST_TYPES[col]
+                if typ in ("SMALLINT", "INTEGER"):  # a status of 99999 is a bad line, not a crash
+                    cols[col] = f"TRY_CAST({t.sql} AS {typ})"
+                    t = Typed(cols[col], f"({t.ok} AND ({f.alias} = '-' OR {cols[col]} IS NOT NULL))")
                 checks.append((t.ok, f"bad {f.spec.directive} value"))
         for f in self.fields:  # columns a field fills besides its own (upstream_tries)
             for col, conv in f.spec.also:
@@ -141,24 +147,19 @@ class CompiledFormat:
         if end:
             cols["ts_end"] = end
         if self.extras or self._flags(tz):
-            # No map at all for the common row whose extras are all "-" (%l in combined).
-            pairs = [f"{sql_str(f.spec.name)}: {self._extra_value(f, tz)}" for f in self.extras]
-            none = [self._absent(f) for f in self.extras]
-            for name, flag in self._flags(tz):
-                pairs.append(f"{sql_str(name)}: CASE WHEN {flag} THEN 'true' END")
-                none.append(f"NOT coalesce({flag}, false)")
-            cols["extra"] = f"CASE WHEN {' AND '.join(none)} THEN NULL ELSE MAP {{{', '.join(pairs)}}} END"
+            # Only the entries that hold a value, and no map at all when none does (%l "-" in
+            # combined). map_from_entries over a filtered list is ~5x faster than MAP {...}.
+            pairs = [(f.spec.name, self._extra_value(f, tz)) for f in self.extras]
+            pairs += [(name, f"CASE WHEN {flag} THEN 'true' END") for name, flag in self._flags(tz)]
+            entries = ", ".join(f"{{'key': {sql_str(k)}, 'value': {v}}}" for k, v in pairs)
+            kept = f"list_filter([{entries}], lambda e: e.value IS NOT NULL)"
+            cols["extra"] = f"CASE WHEN len({kept}) > 0 THEN map_from_entries({kept}) END"
         return cols, checks
 
     def _extra_value(self, f: Field, tz: str) -> str:
         if f.spec.convert in EXTRA_CONVERTERS:
             return convert(f.spec.convert, f.alias, f.spec.arg, tz).sql
         return f"nullif({f.alias}, '-')"
-
-    @staticmethod
-    def _absent(f: Field) -> str:
-        # An optional field the split path does not read is NULL there: absent too.
-        return f"coalesce({f.alias}, '-') = '-'" if f.spec.optional else f"{f.alias} = '-'"
 
     def _flags(self, tz: str) -> list[tuple[str, str]]:
         """(extra entry, predicate) for fields whose text may carry a marker (logasap)."""
@@ -238,9 +239,7 @@ def _regex(items: list[str | Field], escape: str = "apache") -> str:
         elif it.quoted:
             parts.append(f"({QUOTED_BY_ESCAPE.get(escape, QUOTED_PATTERN)})")
         else:
-            pattern = VALUE_PATTERNS.get(it.spec.value, r"\S+")
-            if it.spec.value == "token" and it.spec.spaces:
-                pattern = r"\S+(?: \S+){%d}" % it.spec.spaces
+            pattern = value_pattern(it, items[i + 1] if i + 1 < len(items) else "")
             if it.spec.optional:
                 # Absent, it writes nothing and the separator after it goes too.
                 nxt = items[i + 1] if i + 1 < len(items) else ""
@@ -249,6 +248,17 @@ def _regex(items: list[str | Field], escape: str = "apache") -> str:
             else:
                 parts.append(f"({pattern})")
     return "^" + "".join(parts) + "$"
+
+
+def value_pattern(f: Field, following: str | Field) -> str:
+    """The regex for a bare field's text. A field written right against the next one
+    (%U%q) must stop as early as it can, or it swallows its neighbour."""
+    pattern = VALUE_PATTERNS.get(f.spec.value, r"\S+")
+    if f.spec.value == "token" and f.spec.spaces:
+        pattern = r"\S+(?: \S+){%d}" % f.spec.spaces
+    if isinstance(following, Field) and pattern.endswith(("+", "*")):
+        pattern += "?"
+    return pattern
 
 
 def prefix_regex(dialect: Dialect) -> str | None:
@@ -279,6 +289,12 @@ def _assign_columns(cf: CompiledFormat) -> None:
         cf.columns[col] = winner
         cf.extras += [f for f in fs if f is not winner]
     cf.extras.sort(key=lambda f: f.idx)
+    # Two directives may share an extra name (%s and %<s): the map needs unique keys.
+    seen: dict[str, int] = {}
+    for f in cf.extras:
+        n = seen[f.spec.name] = seen.get(f.spec.name, 0) + 1
+        if n > 1:
+            f.spec = replace(f.spec, name=f"{f.spec.name}#{n}")
 
 
 # ---- the split path ------------------------------------------------------------------
@@ -466,10 +482,11 @@ def _group_fields(
     if split is not None:
         return split
     # Several fields in one word (%v:%p): a small regex over that word only.
-    pattern = "^" + "".join(
-        regex_escape(t) if isinstance(t, str) else f"({VALUE_PATTERNS.get(t.spec.value, r'.+?')})"
-        for t in template
-    ) + "$"
+    pieces = [
+        regex_escape(t) if isinstance(t, str) else f"({value_pattern(t, (template + [''])[k + 1])})"
+        for k, t in enumerate(template)
+    ]
+    pattern = "^" + "".join(pieces) + "$"
     for g, f in enumerate(fields, start=1):
         raw[f.alias] = f"regexp_extract({text}, {sql_str(pattern)}, {g})"
     return [f"regexp_full_match({text}, {sql_str(pattern)})"]

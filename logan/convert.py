@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import duckdb
+
+from logan.errors import FormatError
+
 
 def sql_str(value: str) -> str:
     """A SQL string literal for a value that comes from the user's options or our own tables
@@ -25,7 +29,9 @@ class Typed:
 
 def _int(v: str, scale: int = 1) -> Typed:
     cast = f"TRY_CAST(nullif({v}, '-') AS BIGINT)"
-    return Typed(f"({cast} * {scale})" if scale != 1 else cast, f"({v} = '-' OR {cast} IS NOT NULL)")
+    if scale != 1:  # scaled in 128 bits: a huge value is a bad value, not an overflow error
+        cast = f"TRY_CAST(TRY_CAST(nullif({v}, '-') AS HUGEINT) * {scale} AS BIGINT)"
+    return Typed(cast, f"({v} = '-' OR {cast} IS NOT NULL)")
 
 
 def _decimal_seconds(v: str) -> Typed:
@@ -40,7 +46,16 @@ def _local_to_utc(ts_sql: str, tz: str) -> str:
     return f"CAST(timezone({sql_str(tz)}, {ts_sql}) AS TIMESTAMP)"
 
 
+def check_time_pattern(pattern: str) -> None:
+    """A strftime pattern DuckDB cannot read is the format's fault: say so up front."""
+    try:
+        duckdb.execute("SELECT try_strptime('', ?)", [pattern]).fetchall()
+    except duckdb.Error as exc:
+        raise FormatError(f"cannot read times written as {pattern!r}: {str(exc).splitlines()[0]}") from None
+
+
 def _strptime(v: str, pattern: str, tz: str) -> Typed:
+    check_time_pattern(pattern)
     parsed = f"try_strptime({v}, {sql_str(pattern)})"
     if "%z" in pattern or "%Z" in pattern:
         # An offset in the text: an instant; cast to TIMESTAMP in the session's UTC.
@@ -59,6 +74,9 @@ def convert(name: str, v: str, arg: str | None, tz: str) -> Typed:
     """The typed value of raw text expression `v` under converter `name`."""
     if name == "text":
         return Typed(f"nullif({v}, '-')")
+    if name == "user":
+        # Apache writes an empty user name as "" (two quote characters).
+        return Typed(f"CASE WHEN {v} = '\"\"' THEN '' ELSE nullif({v}, '-') END")
     if name == "int":
         return _int(v)
     if name == "ms":
@@ -78,7 +96,8 @@ def convert(name: str, v: str, arg: str | None, tz: str) -> Typed:
     if name in ("epoch_s", "epoch_ms", "epoch_us"):
         scale = {"epoch_s": 1000000, "epoch_ms": 1000, "epoch_us": 1}[name]
         us = _int(v, scale)
-        return Typed(f"make_timestamp({us.sql})", us.ok)
+        ts = f"try(make_timestamp({us.sql}))"
+        return Typed(ts, f"({v} = '-' OR {ts} IS NOT NULL)")
     if name == "frac_ms":
         return _int(v, 1000)
     if name == "frac_us":

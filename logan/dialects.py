@@ -91,8 +91,12 @@ class Dialect:
         entry, arg = self._entry(d)
         if entry is None:
             raise FormatError(f"unknown {self.name} directive {d.text}")
-        merged = {k: v for k, v in entry.items() if k not in ("args", "with_arg")}
+        merged = {k: v for k, v in entry.items() if k not in ("args", "with_arg", "arg_prefixes")}
         if arg is not None:
+            for prefix, role in entry.get("arg_prefixes", {}).items():
+                if arg.lower().startswith(prefix):
+                    arg = arg[len(prefix) :]
+                    merged["role"] = role
             merged.update(entry.get("with_arg", {}))
             merged.update(entry.get("args", {}).get(arg.lower(), {}))
         name = merged.get("name", d.key).replace("{arg}", arg or "").replace("{key}", d.key)

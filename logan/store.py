@@ -29,6 +29,9 @@ class Store:
         self._check_version()
 
     def _ensure_schema(self) -> None:
+        tables = {r[0] for r in self.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        if tables and "logan_meta" not in tables:
+            raise LoganError(f"{self.path} is a DuckDB file but not a logan store: not touching it")
         self.con.execute("CREATE TABLE IF NOT EXISTS logan_meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
         for name in schema.TABLES:
             self.con.execute(schema.create_table_sql(name))

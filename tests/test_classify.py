@@ -110,7 +110,8 @@ def test_detect_profile() -> None:
         ("/commit/3f786850e387550fdab836ed7e6dc881de23001b", "/commit/{hash}", "commit"),
         ("/reports/2024-03-01/summary", "/reports/{date}/summary", "reports"),
         ("/reset/aB3dE5fG7hI9jK1lM3nO5pQ", "/reset/{token}", "reset"),
-        ("/img/a/logo.PNG", "/img/a/{file}.png", "img"),
+        ("/img/a/logo.PNG", "/img/a/{file}.png", "*.png"),
+        ("/favicon.ico", "/{file}.ico", "*.ico"),
         ("/articles/dynamic-dns-with-dhcp/", "/articles/{slug}/", "articles"),
         ("/wp-login.php", "/wp-login.php", "wp-login.php"),
         ("/xmlrpc.php", "/xmlrpc.php", "xmlrpc.php"),
@@ -154,13 +155,14 @@ def test_collapse_routes_finds_parameters_by_cardinality() -> None:
     few = [f"/blog/{name}" for name in ("archive", "about", "feed")]
     scripts = [f"/cgi/s{i}.php" for i in range(25)]
     top = [f"/top{i}" for i in range(25)]
-    frame = pd.DataFrame({"path": tags + few + scripts + top})  # noqa: F841
+    api = [f"/api/v1/things{chr(97 + i)}" for i in range(25)]
+    frame = pd.DataFrame({"path": tags + few + scripts + top + api})  # noqa: F841
     con.execute("INSERT INTO requests BY NAME SELECT path, path AS route FROM frame")
     changed = collapse_routes(con, min_values=20)
     routes = dict(con.execute("SELECT path, route FROM requests").fetchall())
     assert changed == 25
     assert {routes[p] for p in tags} == {"/blog/tags/{name}"}
-    assert [routes[p] for p in few + scripts + top] == few + scripts + top
+    assert [routes[p] for p in few + scripts + top + api] == few + scripts + top + api
     assert collapse_routes(con, min_values=20) == 0  # a second run finds nothing new
     # a later ingest brings one more tag: the parameter is known, so it joins at once
     con.execute("INSERT INTO requests (path, route) VALUES ('/blog/tags/new', '/blog/tags/new')")

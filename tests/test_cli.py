@@ -192,11 +192,6 @@ def test_sql_on_non_logan_duckdb(tmp_path):
     refused(logan("sql", "--db", str(other), "SELECT * FROM t"), "not a logan store")
 
 
-@pytest.mark.xfail(
-    reason="BUG: `logan ingest --db` on an existing non-logan DuckDB file exits 0 and silently "
-    "creates logan's tables inside it instead of refusing ('not a logan store', exit 2)",
-    strict=True,
-)
 def test_ingest_into_non_logan_duckdb(tmp_path, log):
     other = tmp_path / "other.duckdb"
     con = duckdb.connect(str(other))
@@ -230,3 +225,12 @@ def test_unknown_output(db):
 
 def test_unknown_time_zone(log):
     refused(logan("ingest", str(log), "--format", "combined_D", "--tz", "Mars/Olympus"), "Mars/Olympus")
+
+
+def test_hostile_number_is_not_a_traceback(tmp_path):
+    p = tmp_path / "hostile.log"
+    p.write_text(gen_line(1) + "\n" + gen_line(2).replace('" 304 -', '" 99999 -') + "\n")
+    r = logan("ingest", str(p), "--db", str(tmp_path / "h.duckdb"), "--format", "combined_D")
+    assert "Traceback" not in r.stderr.decode()
+    assert r.returncode == 0
+    assert re.search(r"rejects\s+1\b", r.stderr.decode())

@@ -7,6 +7,7 @@ import gzip
 import importlib
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
@@ -66,6 +67,9 @@ def test_gz_input(tmp_path):
     check_rows(req, 300, pads)
     assert set(req.source) == {str(gz)}
     assert req.duration_us.sum() == sum(i * 1000 + 7 for i in range(1, 301))
+    # The closing summary's time range, computed from the generator's rule.
+    stamps = [datetime(2000, 10, 10, 13, i // 60 % 60, i % 60) for i in range(1, 301)]
+    assert (s.ts_min, s.ts_max) == (min(stamps), max(stamps))
 
 
 def test_gz_without_gz_suffix_and_multi_member(tmp_path):
@@ -235,6 +239,20 @@ def test_invalid_utf8_with_tiny_blocks(tmp_path):
     assert list(req.line_no) == list(range(1, 31))
     expected = [f"/\\xe4r{i}/" for i in (2, 9, 10, 29)]
     assert [p for p in req.path if p.startswith("/\\xe4r")] == expected
+
+
+def test_nul_bytes_after_a_crash(tmp_path):
+    # A server that crashed can leave a run of NUL bytes where its buffered writes were lost.
+    lines = [make_line(i).encode() for i in range(1, 6)]
+    lines[2] = b"\0" * 4096
+    f = tmp_path / "a.log"
+    f.write_bytes(b"\n".join(lines) + b"\n")
+    s = ingest([f], format="combined_D", profile="none", block_size=1000)
+    assert (s.lines, s.rows, s.rejects) == (5, 4, 1)
+    rej = s.store.sql("SELECT line_no, raw, reason FROM rejects")
+    got = list(zip(rej.line_no, rej.raw, rej.reason, strict=True))
+    assert got == [(3, "\0" * 4096, "does not match format")]
+    assert list(requests_of(s).duration_us) == [1007, 2007, 4007, 5007]
 
 
 # ---- one transaction per batch ---------------------------------------------------------

@@ -248,3 +248,55 @@ def test_filter_values_are_parameters() -> None:
     assert params == ["x' OR 1=1 --", 500, 599, "/a'*"]
     with pytest.raises(ValueError, match="unknown filter"):
         st.filter_sql({"colour": "red"})
+
+
+# --- the CLI ------------------------------------------------------------------------------------
+HOSTILE = [
+    '10.0.0.1 - - [05/Nov/2013:19:52:21 +0000] "GET /[bold]x[/bold]?a=1 HTTP/1.1" 200 10 "-" '
+    '"=HYPERLINK(\\"http://evil\\")"',
+    '10.0.0.2 - - [05/Nov/2013:19:52:22 +0000] "GET /<script>alert(1)</script> HTTP/1.1" 500 20 '
+    '"-" "curl/8"',
+    '10.0.0.2 - - [05/Nov/2013:19:52:23 +0000] "GET /<script>alert(1)</script> HTTP/1.1" 200 30 '
+    '"-" "curl/8"',
+]
+
+
+@pytest.fixture()
+def hostile_log(tmp_path):  # noqa: ANN201
+    pytest.importorskip("logan.ingest", reason="logan.ingest is not written yet")
+    path = tmp_path / "access.log"
+    path.write_text("\n".join(HOSTILE) + "\n")
+    return str(path)
+
+
+def run_cli(*args: str) -> str:
+    from typer.testing import CliRunner
+
+    from logan.cli import app
+
+    result = CliRunner().invoke(app, ["stats", *args])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_cli_json_uses_the_view_columns(hostile_log: str) -> None:
+    import json
+
+    rows = json.loads(run_cli(hostile_log, "--format", "combined", "--by", "route", "-o", "json"))
+    assert list(rows[0])[:5] == ["method", "route", "requests", "total_us", "share"]
+    assert {r["route"]: (r["requests"], r["error_share"], r["bytes"]) for r in rows} == {
+        "/[bold]x[/bold]": (1, 0.0, 10),
+        "/<script>alert(1)</script>": (2, 0.5, 50),
+    }
+
+
+def test_cli_outputs_keep_log_text_as_data(hostile_log: str, tmp_path) -> None:  # noqa: ANN001
+    table = run_cli(hostile_log, "--format", "combined", "--by", "route")
+    assert "/[bold]x[/bold]" in table  # shown, not interpreted as rich markup
+    csv = run_cli(hostile_log, "--format", "combined", "--by", "user_agent", "-o", "csv")
+    assert "'=HYPERLINK" in csv and "\n=HYPERLINK" not in csv
+    md = run_cli(hostile_log, "--format", "combined", "--by", "route", "-o", "markdown")
+    assert "<script>" not in md and r"\<script\>" in md
+    out = tmp_path / "stats.parquet"
+    run_cli(hostile_log, "--format", "combined", "--by", "route", "-o", "parquet", "--out", str(out))
+    assert sorted(pd.read_parquet(out)["requests"]) == [1, 2]
