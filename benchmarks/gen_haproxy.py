@@ -34,7 +34,7 @@ def httplog_line(r: Request, i: int) -> str:
     if i % 997 == 0:  # denied by a rule before any server: 403, -1 timers
         return (
             f"{prefix}{client} [{start}] fe_puppet~ be_puppet/<NOSRV> 0/-1/-1/-1/{ms} 403 192 - - PR-- "
-            f"12/12/0/0/0 0/0 \"{r.method} {r.uri} HTTP/1.1\"\n"
+            f'12/12/0/0/0 0/0 "{r.method} {r.uri} HTTP/1.1"\n'
         )
     tr_ = i % 3
     tw = 0 if i % 50 else i % 7
@@ -44,14 +44,16 @@ def httplog_line(r: Request, i: int) -> str:
     return (
         f"{prefix}{client} [{start}] fe_puppet~ be_puppet/{server} {tr_}/{tw}/{tc}/{resp}/{ta} "
         f"{r.status} {r.size + 180} - - ---- 12/12/{3 + i % 5}/{1 + i % 3}/0 0/0 "
-        f"\"{r.method} {r.uri} HTTP/1.1\"\n"
+        f'"{r.method} {r.uri} HTTP/1.1"\n'
     )
 
 
 def _event(r: Request, i: int) -> str:
     t = r.ts
     prefix = f"{t.strftime('%b')} {t.day:2d} {t.strftime('%H:%M:%S')} lb1 haproxy[4242]: "
-    state = "DOWN, reason: Layer4 timeout, check duration: 2001ms" if i % 2 else "UP, reason: Layer7 check passed"
+    state = (
+        "DOWN, reason: Layer4 timeout, check duration: 2001ms" if i % 2 else "UP, reason: Layer7 check passed"
+    )
     return f"{prefix}Server be_puppet/{SERVERS[i % len(SERVERS)]} is {state}.\n"
 
 

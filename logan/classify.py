@@ -1,10 +1,12 @@
 """Classification: which environment, endpoint class and requester a request belongs to.
 
-Everything here produces SQL *expressions* over the canonical columns of one row, so the
-ingest can classify inside its INSERT ... SELECT (vectorized, no Python per line) and
-`reclassify` can rerun the same expressions as an UPDATE. Log content never becomes SQL
-text; only constants of our own and values from the user's rules file do, and those go
-through `sql_literal`.
+Everything here produces SQL over the canonical columns of a row, so the ingest classifies
+inside its INSERT ... SELECT (vectorized, no Python per line): `classification_exprs` gives
+one expression per column, `classified_sql` the same answer computed once per distinct
+path and client and joined back (much cheaper on real logs), `reclassify` reruns it over a
+store, and `collapse_routes` then finds word-like route parameters across rows. Log content
+never becomes SQL text; only constants of our own and values from the user's rules file do,
+and those go through `sql_literal`.
 
 Profiles
 - puppet: `/{environment}/{indirection}/{key}` (Puppet 2.x/3.x),
@@ -100,7 +102,9 @@ def _puppet_exprs(generic: dict[str, str], qenv: str) -> dict[str, str]:
         "indirector": pick("lg_p.ind", generic["indirector"]),
         "resource": pick("nullif(lg_p.key, '')", generic["resource"]),
         "route": pick(_with_vhost(f"({template})"), generic["route"]),
-        "__node": pick(f"CASE WHEN lg_p.ind IN ({nodes}) AND lg_p.key <> '' THEN lg_p.key END", "NULL"),
+        "__node": pick(
+            f"CASE WHEN lg_p.ind IN ({nodes}) AND lg_p.key <> '' THEN lg_p.key END", "NULL"
+        ),
     }
 
 
@@ -186,8 +190,9 @@ def _generic_exprs() -> dict[str, str]:
 # Names (tags, project names, user names) look like words, so no per-row rule can tell
 # `/blog/tags/puppet` from `/blog/archive`. Across rows it is plain: a position where many
 # distinct words sit between the same prefix and the same rest of the route is a parameter
-# (`/projects/{name}/`), while a word with a subtree of its own (`/cms/wp-content/...`) stays. This needs the whole table, so it
-# runs after the rows are in (ingest, reclassify), over the distinct routes only (small).
+# (`/projects/{name}/`), while a word with a subtree of its own (`/cms/wp-content/...`)
+# stays. This needs the whole table, so it runs after the rows are in (ingest, reclassify),
+# over the distinct routes only (small).
 ROUTE_PARAM_MIN_VALUES = 10
 # Never a parameter: the first path segment and the one after API prefixes (/api/v1/users:
 # the endpoint class, as in the indirector), and script names, which are endpoints too.
@@ -506,8 +511,10 @@ def classified_sql(
     the six classification columns, equal to classification_exprs row by row.
 
     The regexes run once per distinct (path, vhost, ...) and per distinct (client,
-    forwarded_for), and the answers are joined back: a log repeats its paths and clients
-    so much that this is 10-100x cheaper than classifying every row.
+    forwarded_for), and the answers are joined back: logs repeat their paths and clients,
+    so this costs about a third of classifying every row (1M rows of the elastic corpus:
+    1.2 s against 3.4 s on a busy 2-core machine; what remains is mostly the copy and the
+    joins). `relation` is read once (materialized), so it may be an expensive parse.
     """
     rules = load_rules(rules) if rules is not None else Rules()
     what = _what(profile, rules, "__qenv")

@@ -20,7 +20,10 @@ from rich.table import Table
 from rich.text import Text
 
 from logan import stats as st
+from logan.classify import collapse_routes
 from logan.errors import LoganError
+from logan.ingest import ingest
+from logan.store import open_store
 
 OUTPUTS = ("table", "csv", "json", "markdown", "parquet")
 # A report written to a file or pipe is not squeezed into 80 columns.
@@ -85,12 +88,13 @@ def stats_command(
         )
         st.filter_sql(filters)  # option errors before any reading
         st.dimension_columns(by)
+        if sort not in st.SORTS:
+            raise ValueError(f"unknown --sort {sort!r}; use one of {', '.join(st.SORTS)}")
     except ValueError as exc:
         raise LoganError(str(exc)) from None
 
-    from logan.store import open_store
-
-    store = open_store(db)
+    # a store that is only read is opened read-only
+    store = open_store(db, read_only=db is not None and not files)
     try:
         if files:
             _ingest(files, store, format, dialect, tz, profile, rules, trusted_proxy or [])
@@ -110,10 +114,7 @@ def stats_command(
     write_stats(table, output, out, st.dimension_columns(by), head, total)
 
 
-def _ingest(files, store, format, dialect, tz, profile, rules, trusted) -> None:
-    from logan.classify import collapse_routes
-    from logan.ingest import ingest
-
+def _ingest(files, store, format, dialect, tz, profile, rules, trusted) -> None:  # noqa: ANN001
     s = ingest(
         files, store, format=format, dialect=dialect, tz=tz, profile=profile,
         rules=rules, trusted_proxies=trusted,

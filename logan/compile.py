@@ -251,12 +251,13 @@ def _regex(items: list[str | Field], escape: str = "apache") -> str:
 
 
 def value_pattern(f: Field, following: str | Field) -> str:
-    """The regex for a bare field's text. A field written right against the next one
-    (%U%q) must stop as early as it can, or it swallows its neighbour."""
+    """The regex for a bare field's text. A shapeless token written right against the next
+    field (%U%q) must stop as early as it can, or it swallows its neighbour; a field with a
+    shape of its own ($host$request_uri: no "/" in a host) keeps its greed."""
     pattern = VALUE_PATTERNS.get(f.spec.value, r"\S+")
     if f.spec.value == "token" and f.spec.spaces:
         pattern = r"\S+(?: \S+){%d}" % f.spec.spaces
-    if isinstance(following, Field) and pattern.endswith(("+", "*")):
+    if isinstance(following, Field) and pattern in (r"\S+", r"\S*"):
         pattern += "?"
     return pattern
 

@@ -205,9 +205,16 @@ def _hex_int(v: str, arg: str | None, tz: str) -> Typed:
     return Typed(cast, f"({v} = '-' OR {cast} IS NOT NULL)")
 
 
+def _epoch_hex(v: str, arg: str | None, tz: str) -> Typed:
+    """%{+X}Ts: epoch seconds in hex."""
+    t = _hex_int(v, arg, tz)
+    return Typed(f"make_timestamp({t.sql} * 1000000)", t.ok)
+
+
 def _braces(v: str, arg: str | None, tz: str) -> Typed:
     """%hr/%hs "{a|b}": the captured headers without the braces, "|" between them."""
-    inner = f"CASE WHEN starts_with({v}, '{{') AND ends_with({v}, '}}') THEN substr({v}, 2, length({v}) - 2) ELSE {v} END"
+    braced = f"starts_with({v}, '{{') AND ends_with({v}, '}}')"
+    inner = f"CASE WHEN {braced} THEN substr({v}, 2, length({v}) - 2) ELSE {v} END"
     return Typed(f"nullif(nullif({inner}, ''), '-')")
 
 
@@ -215,7 +222,7 @@ PROXY_CONVERTERS.update(
     timer_ms=_timer_ms,
     int_plus=_int_plus,
     hex_int=_hex_int,
-    epoch_hex=lambda v, arg, tz: Typed(f"make_timestamp({_hex_int(v, arg, tz).sql} * 1000000)", _hex_int(v, arg, tz).ok),
+    epoch_hex=_epoch_hex,
     braces=_braces,
 )
 TIME_BASE |= {"epoch_hex"}

@@ -61,18 +61,27 @@ def insert_events(con: Any, cf: CompiledFormat, rel: str, params: dict[str, str]
     kinds = _kinds(cf)
     if not kinds:
         return 0
-    kind_sql = "CASE " + " ".join(
-        f"WHEN regexp_matches(msg, {sql_str(k['regex'])}) THEN {sql_str(k['kind'])}" for k in kinds
-    ) + " END"
-    server_sql = "CASE " + " ".join(
-        f"WHEN regexp_matches(msg, {sql_str(k['regex'])}) THEN "
-        + (f"nullif(regexp_extract(msg, {sql_str(k['regex'])}, 1), '')" if re.compile(k["regex"]).groups else "NULL")
-        for k in kinds
-    ) + " END"
-    msgs = (
-        f"SELECT line_no, line, {_message_sql(cf)} AS msg FROM {rel} "
-        f"WHERE {matches_sql(cf)}"
+    kind_sql = (
+        "CASE "
+        + " ".join(
+            f"WHEN regexp_matches(msg, {sql_str(k['regex'])}) THEN {sql_str(k['kind'])}" for k in kinds
+        )
+        + " END"
     )
+    server_sql = (
+        "CASE "
+        + " ".join(
+            f"WHEN regexp_matches(msg, {sql_str(k['regex'])}) THEN "
+            + (
+                f"nullif(regexp_extract(msg, {sql_str(k['regex'])}, 1), '')"
+                if re.compile(k["regex"]).groups
+                else "NULL"
+            )
+            for k in kinds
+        )
+        + " END"
+    )
+    msgs = f"SELECT line_no, line, {_message_sql(cf)} AS msg FROM {rel} WHERE {matches_sql(cf)}"
     found = f"SELECT line_no, line, msg, {kind_sql} AS kind, {server_sql} AS server FROM ({msgs})"
     timed = _with_time(cf, found, tz)
     n = con.execute(
@@ -106,7 +115,10 @@ def _with_time(cf: CompiledFormat, found: str, tz: str) -> str:
     if not needs_year:
         return f"SELECT *, {ts} AS ts FROM ({found})"
     # The nearest request of this source before the event, else after it: its year.
-    near = "(SELECT line_no AS r_line, ts_start AS r_ts FROM requests WHERE source = $source AND ts_start IS NOT NULL)"
+    near = (
+        "(SELECT line_no AS r_line, ts_start AS r_ts FROM requests "
+        "WHERE source = $source AND ts_start IS NOT NULL)"
+    )
     return (
         f"SELECT *, {ts} AS ts FROM (SELECT e.*, coalesce(b.r_ts, a.r_ts) AS __ref, "
         "coalesce(b.r_ts, a.r_ts) IS NOT NULL AS __ref_is_request "
@@ -125,7 +137,7 @@ def _iso8601(text: str, tz: str) -> Typed:
 
 
 def _rfc3164_sql(text: str, tz: str) -> str:
-    """"Nov  7 17:58:52" in `tz`, in the year chosen against __ref (see the module doc)."""
+    """ "Nov  7 17:58:52" in `tz`, in the year chosen against __ref (see the module doc)."""
     day = f"regexp_replace({text}, '  +', ' ')"
 
     def in_year(offset: int) -> str:

@@ -124,6 +124,12 @@ def ingest(
             )
     finally:
         st.con.execute("RESET disabled_optimizers")
+    if summary.profile == "generic":
+        # Route words that vary a lot under one prefix (/tags/{name}) show only across
+        # rows: fold them now that the new rows are in.
+        from logan.classify import collapse_routes
+
+        collapse_routes(st.con)
     summary.seconds = time.perf_counter() - started
     _finish_summary(st, summary)
     summary.store = st  # type: ignore[attr-defined]
@@ -153,7 +159,7 @@ def _ingest_source(
 ) -> SourceSummary:
     total = src.size()
     cf: CompiledFormat | None = None
-    classification: dict[str, str] = {}
+    classification: rows.Classifier = None
     out: SourceSummary | None = None
     started_at = datetime.now(UTC).replace(tzinfo=None)
     t0 = time.perf_counter()
@@ -215,12 +221,12 @@ def _resolve_profile(profile: str, st: Store, batch: Batch, cf: CompiledFormat) 
     return detect_profile(paths)
 
 
-def _classification(profile: str, rules: object | None, trusted: Sequence[str]) -> dict[str, str]:
+def _classification(profile: str, rules: object | None, trusted: Sequence[str]) -> rows.Classifier:
     if profile == "none":
-        return {}
-    from logan.classify import classification_exprs
+        return None
+    from logan.classify import classified_sql
 
-    return classification_exprs(profile, rules, trusted)  # type: ignore[arg-type]
+    return lambda rel: classified_sql(rel, profile, rules, trusted)  # type: ignore[arg-type]
 
 
 def _has_local_time(cf: CompiledFormat) -> bool:
@@ -235,7 +241,7 @@ def _ingest_batch(
     cf: CompiledFormat,
     batch: Batch,
     tz: str,
-    classification: dict[str, str],
+    classification: rows.Classifier,
     label: str,
     out: SourceSummary,
     summary_reasons: Counter,

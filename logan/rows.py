@@ -6,6 +6,8 @@ whichever path took it. Constants (source, dialect, format) are bound parameters
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from logan import schema
 from logan.compile import CompiledFormat
 
@@ -91,17 +93,24 @@ def derived_sql(cf: CompiledFormat, typed: str) -> str:
     return f"SELECT {', '.join(cols)} FROM ({rel})"
 
 
-def insert_sql(cf: CompiledFormat, raw_sql: str, tz: str, classification: dict[str, str]) -> str:
+# A classifier turns the SQL of unclassified rows into the SQL of classified ones
+# (logan.classify.classified_sql with the profile bound); None leaves the columns NULL.
+Classifier = Callable[[str], str] | None
+
+
+def insert_sql(cf: CompiledFormat, raw_sql: str, tz: str, classify: Classifier) -> str:
     derived = derived_sql(cf, typed_sql(cf, raw_sql, tz, with_reason=False))
-    return _insert(derived, classification)
+    return _insert(derived, classify)
 
 
-def _insert(derived: str, classification: dict[str, str]) -> str:
-    cls = ", ".join(f"{classification.get(c, 'NULL')} AS {c}" for c in CLASS_COLUMNS)
+def _insert(derived: str, classify: Classifier) -> str:
     cols = ", ".join(schema.REQUEST_COLUMNS)
-    return f"INSERT INTO requests ({cols}) SELECT {cols} FROM (SELECT *, {cls} FROM ({derived}))"
+    if classify is None:
+        nulls = ", ".join(f"NULL AS {c}" for c in CLASS_COLUMNS)
+        return f"INSERT INTO requests ({cols}) SELECT {cols} FROM (SELECT *, {nulls} FROM ({derived}))"
+    return f"INSERT INTO requests ({cols}) SELECT {cols} FROM ({classify(derived)})"
 
 
-def insert_from_typed_sql(cf: CompiledFormat, typed_rel: str, classification: dict[str, str]) -> str:
+def insert_from_typed_sql(cf: CompiledFormat, typed_rel: str, classify: Classifier) -> str:
     """INSERT the accepted rows of an already typed (materialized) relation."""
-    return _insert(derived_sql(cf, f"SELECT * FROM {typed_rel}"), classification)
+    return _insert(derived_sql(cf, f"SELECT * FROM {typed_rel}"), classify)

@@ -49,7 +49,8 @@ STAT_COLUMNS = [
     "requests", "total_us", "share", "avg_us", "stddev_us", "min_us",
     "p50_us", "p90_us", "p95_us", "p99_us", "max_us",
 ]  # fmt: skip
-_INTEGER_COLUMNS = ("requests", "total_us", "min_us", "max_us", "bytes", "timed_requests")
+_INTEGER_COLUMNS = ("requests", "total_us", "min_us", "max_us", "bytes", "rank", "lo_us", "hi_us")
+_INTEGER_SUFFIXES = ("_requests", "_total_us", "_min_us", "_max_us")
 
 
 # --- Queries ------------------------------------------------------------------------------
@@ -96,12 +97,19 @@ def create_views(con: duckdb.DuckDBPyConnection) -> list[str]:
         if "{dimensions}" in text:
             for dim in DIMENSIONS:
                 view = f"{path.stem}_{dim}" if path.stem != "by_dimension" else f"by_{dim}"
-                con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS {query_sql(path.stem, [dim])}")
+                con.execute(f"CREATE OR REPLACE TEMP VIEW {_ident(view)} AS "
+                            f"{query_sql(path.stem, [dim])}")  # fmt: skip
                 names.append(view)
         else:
-            con.execute(f"CREATE OR REPLACE TEMP VIEW {path.stem} AS {text}")
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {_ident(path.stem)} AS {text}")
             names.append(path.stem)
     return names
+
+
+def _ident(name: str) -> str:
+    # a file name a user chose, as a quoted SQL identifier
+    return '"' + name.replace('"', '""') + '"'
+
 
 
 # --- Filters ------------------------------------------------------------------------------
@@ -229,7 +237,7 @@ def run_view(
 def _tidy(df: pd.DataFrame) -> pd.DataFrame:
     # Counts and sums as nullable integers, so JSON says 42, not 42.0, and NULL stays null.
     for col in df.columns:
-        if col in _INTEGER_COLUMNS or (col.endswith(("_total_us", "_min_us", "_max_us"))):
+        if col in _INTEGER_COLUMNS or col.endswith(_INTEGER_SUFFIXES):
             df[col] = pd.array(df[col].astype("Float64").round(), dtype="Int64")
     return df
 

@@ -56,6 +56,12 @@ class Store:
         """Run a query; the answer as a DataFrame."""
         return self.con.execute(query, params).df()
 
+    def stats(self, **kwargs):  # noqa: ANN003, ANN201
+        """Time spent by dimension: see logan.stats.stats for the options."""
+        from logan.stats import stats
+
+        return stats(self.con, **kwargs)
+
     def close(self) -> None:
         self.con.close()
 

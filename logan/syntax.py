@@ -135,14 +135,17 @@ TOKENIZERS.update(nginx=tokenize_nginx, varnish=tokenize_varnish)
 # %var, %{flags}var, %[sample expression], %{flags}[sample]; a var name is letters (%Ta,
 # %hrl, %sslv). Flags: +Q quotes a string, +X writes IPs, ports, %Ts, %rt, %pid in hex, +E
 # escapes '"', '\\' and ']' (not decoded: rare, and meant for RFC 5424 structured data).
-_HAPROXY = re.compile(r"%(?:\{(?P<flags>[^}]*)\})?(?:(?P<name>[A-Za-z]+)|\[(?P<sample>(?:[^\]()]|\([^)]*\))*)\]|%)")
+_HAPROXY = re.compile(
+    r"%(?:\{(?P<flags>[^}]*)\})?(?:(?P<name>[A-Za-z]+)|\[(?P<sample>(?:[^\]()]|\([^)]*\))*)\]|%)"
+)
 # What +Q quotes: HAProxy's string and IP variables (log.c lf_text/lf_ip). Numbers, dates
 # and the termination state never get quotes, and %hrl/%hsl quote each header themselves.
 _HAPROXY_QUOTABLE = frozenset(
-    "CC CS H HM HP HPO HQ HU HV ID b bi ci f fi ft hr hs r s si sslc sslv [".split()
+    ["CC", "CS", "H", "HM", "HP", "HPO", "HQ", "HU", "HV", "ID", "b", "bi", "ci", "f", "fi", "ft"]
+    + ["hr", "hs", "r", "s", "si", "sslc", "sslv", "["]
 )
 # What +X writes in hex: the variable's key gets a "+X" suffix (its own table entry).
-_HAPROXY_HEXABLE = frozenset("ci cp fi fp bi bp si sp Ts rt pid".split())
+_HAPROXY_HEXABLE = frozenset(["ci", "cp", "fi", "fp", "bi", "bp", "si", "sp", "Ts", "rt", "pid"])
 _HAPROXY_KEYWORD = re.compile(r"^\s*(?:error-)?log-format(?:-sd)?\s+")
 
 

@@ -88,3 +88,13 @@ def test_statuses_and_resources(store, lines) -> None:
     assert missing == [("modules/users/sudoers_xenu_open",)]
     text = st.headline(store.con)
     assert "2,383 requests" in text and "GET file_content: 77% of all requests" in text
+
+
+def test_reclassify_gives_the_ingest_answer(store) -> None:  # noqa: ANN001
+    from logan.classify import reclassify
+
+    cols = "line_no, environment, indirector, resource, route, requester, requester_group"
+    before = store.con.execute(f"SELECT {cols} FROM requests ORDER BY line_no").fetchall()
+    store.con.execute("UPDATE requests SET environment = NULL, indirector = NULL, route = NULL")
+    assert reclassify(store.con, "auto") == len(before)
+    assert store.con.execute(f"SELECT {cols} FROM requests ORDER BY line_no").fetchall() == before

@@ -298,5 +298,5 @@ def test_cli_outputs_keep_log_text_as_data(hostile_log: str, tmp_path) -> None: 
     md = run_cli(hostile_log, "--format", "combined", "--by", "route", "-o", "markdown")
     assert "<script>" not in md and r"\<script\>" in md
     out = tmp_path / "stats.parquet"
-    run_cli(hostile_log, "--format", "combined", "--by", "route", "-o", "parquet", "--out", str(out))
+    run_cli(hostile_log, "-f", "combined", "--by", "route", "-o", "parquet", "--out", str(out))
     assert sorted(pd.read_parquet(out)["requests"]) == [1, 2]
