@@ -43,7 +43,7 @@ def stats_command(
     sort: Annotated[str, typer.Option(help="total | count | avg | p95 | p99 | max")] = "total",
     top: Annotated[int, typer.Option(help="rows to show (0: all)")] = 20,
     since: Annotated[
-        str | None, typer.Option(help="24h, 7d or a time (ISO, UTC unless given)")
+        str | None, typer.Option(help="24h, 7d (before the last request) or a time (ISO, UTC unless given)")
     ] = None,
     until: Annotated[str | None, typer.Option(help="same forms as --since; exclusive")] = None,
     env: Annotated[list[str] | None, typer.Option(help="environment (repeatable)")] = None,

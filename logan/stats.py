@@ -132,7 +132,8 @@ def parse_duration(text: str) -> int:
 def parse_time(text: str | datetime, now: datetime | None = None) -> datetime:
     """An instant as naive UTC (the store's convention).
 
-    '24h', '90m', '7d' mean that long before `now` (default: the current time);
+    '24h', '90m', '7d' mean that long before `now` (default: the current time; filters
+    count back from the last request instead, see filter_sql);
     otherwise ISO 8601 ('2013-11-05', '2013-11-05 19:52', '...T19:52:21+01:00') or Apache's
     '05/Nov/2013:19:52:21 +0000'. A time without offset is UTC.
     """
@@ -198,12 +199,17 @@ def filter_sql(filters: dict | None = None) -> tuple[str, list]:
     since, until, env, method, status, path_glob = (filters.get(k) for k in FILTERS)
     conds: list[str] = []
     params: list = []
-    if since is not None:
-        conds.append("ts_start >= ?")
-        params.append(parse_time(since))
-    if until is not None:
-        conds.append("ts_start < ?")
-        params.append(parse_time(until))
+    for value, op in ((since, ">="), (until, "<")):
+        if value is None:
+            continue
+        if isinstance(value, str) and _DURATION.match(value.strip()):
+            # "24h" counts back from the last request in the store, not from now: a
+            # post-mortem reads yesterday's logs, and for a fresh log the two agree.
+            conds.append(f"ts_start {op} (SELECT max(ts_start) FROM requests) - to_microseconds(?)")
+            params.append(parse_duration(value.strip()))
+        else:
+            conds.append(f"ts_start {op} ?")
+            params.append(parse_time(value))
     for column, values in (("environment", _as_list(env)), ("method", _as_list(method))):
         if values:
             conds.append(f"{column} IN ({', '.join('?' * len(values))})")
