@@ -55,7 +55,8 @@ class Source:
 
 def expand(paths: list[str]) -> list[Source]:
     """Paths as the user gave them: '-' is stdin, globs are expanded (shells that pass
-    them through unexpanded, quoted arguments), a missing file is an error up front."""
+    them through unexpanded, quoted arguments), a directory is its files, a missing file
+    is an error up front."""
     out: list[Source] = []
     for p in paths:
         if p == "-":
@@ -64,6 +65,7 @@ def expand(paths: list[str]) -> list[Source]:
         matches = sorted(glob.glob(p)) if any(c in p for c in "*?[") else [p]
         if not matches:
             raise LoganError(f"no file matches {p!r}")
+        matches = [f for m in matches for f in _files_of(m)]
         for m in matches:
             if not Path(m).is_file():
                 raise LoganError(f"not a readable file: {m}")
@@ -71,6 +73,15 @@ def expand(paths: list[str]) -> list[Source]:
     if not out:
         raise LoganError("no input: give log files, globs, or - for stdin")
     return out
+
+
+def _files_of(path: str) -> list[str]:
+    """A directory stands for the visible files in it (/var/log/httpd/), not its
+    subdirectories; anything else stands for itself."""
+    p = Path(path)
+    if not p.is_dir():
+        return [path]
+    return [str(f) for f in sorted(p.iterdir()) if f.is_file() and not f.name.startswith(".")]
 
 
 @dataclass

@@ -144,6 +144,18 @@ def test_glob_expands_rotated_set(tmp_path):
         check_rows(s.store.sql(f"SELECT * FROM requests WHERE source = '{tmp_path / src}'"), n)
 
 
+def test_directory_is_its_visible_files(tmp_path):
+    logs = tmp_path / "httpd"
+    (logs / "old").mkdir(parents=True)
+    (logs / "access.log").write_bytes(make_log(7)[0])
+    (logs / "access.log.1").write_bytes(make_log(5)[0])
+    (logs / ".access.log.swp").write_bytes(b"editor junk\n")
+    (logs / "old" / "access.log.9").write_bytes(make_log(3)[0])
+    s = ingest([str(logs)], format="combined_D", profile="none")
+    assert [src.source for src in s.sources] == [str(logs / "access.log"), str(logs / "access.log.1")]
+    assert (s.lines, s.rows, s.rejects) == (12, 12, 0)
+
+
 def test_glob_without_match_is_an_error(tmp_path):
     with pytest.raises(LoganError, match="no file matches"):
         ingest([str(tmp_path / "nothing*.log")], format="combined_D", profile="none")

@@ -106,6 +106,9 @@ def test_every_statistic_per_indirector() -> None:
          lambda r: 3 <= (r["ts_start"] - T0).seconds // 60 < 8),
         ({"since": "2024-01-01T01:05:00+01:00"},
          lambda r: r["ts_start"] >= T0 + timedelta(minutes=5)),
+        # relative times count back from the last request (T0 + 10 min), not from now
+        ({"since": "4m"}, lambda r: r["ts_start"] >= T0 + timedelta(minutes=6)),
+        ({"since": "1h", "until": "150s"}, lambda r: r["ts_start"] < T0 + timedelta(minutes=7, seconds=30)),
         ({"env": "dev"}, lambda r: r["environment"] == "dev"),
         ({"env": ["dev", "production"], "method": "put"}, lambda r: r["method"] == "PUT"),
         ({"status": "5xx"}, lambda r: 500 <= r["status"] <= 599),
