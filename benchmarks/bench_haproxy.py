@@ -60,7 +60,7 @@ def ingest_seconds(path: Path, fmt: str, workdir: Path) -> float:
         capture_output=True,
         text=True,
         cwd=REPO,
-    ).stdout.split()
+    ).stdout.splitlines()[-1].split()  # the last line: anything before it is progress
     return float(out[0])
 
 

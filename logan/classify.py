@@ -36,7 +36,9 @@ from pathlib import Path
 
 import duckdb
 
+from logan import schema
 from logan.convert import sql_str
+from logan.store import ensure_columns, stored_columns
 
 PROFILES = ("puppet", "generic")
 CLASSIFIED = ("environment", "indirector", "resource", "route", "requester", "requester_group")
@@ -206,6 +208,8 @@ def collapse_routes(
     """Replace path segments that take `min_values` or more distinct literal values between
     the same prefix and suffix by `{name}`, level by level from the root; returns rows
     changed."""
+    if "route" not in stored_columns(con):  # nothing classified: no routes to fold
+        return 0
     con.execute(
         "CREATE OR REPLACE TEMP TABLE logan_route_map AS SELECT DISTINCT route AS old,"
         " route AS new FROM requests WHERE route LIKE '%/%'"
@@ -240,7 +244,7 @@ def collapse_routes(
             [min_values],
         )
     changed = con.execute(
-        "UPDATE requests AS r SET route = m.new FROM logan_route_map AS m"
+        f"UPDATE {schema.REQUESTS_TABLE} AS r SET route = m.new FROM logan_route_map AS m"
         " WHERE r.route = m.old AND m.new <> m.old"
     ).fetchone()
     con.execute("DROP TABLE logan_route_map")
@@ -567,15 +571,18 @@ def reclassify(
     # Only the columns classification reads, keyed by rowid, so the answer joins back.
     read = ", ".join(sorted({"path", "vhost", "query", "method", "client", "forwarded_for",
                              *RULE_FIELDS}))  # fmt: skip
-    rel = f"SELECT rowid AS __rowid, {read} FROM requests"
+    ensure_columns(con, CLASSIFIED)
+    stored = stored_columns(con)
+    read = ", ".join(c if c in stored else f"NULL AS {c}" for c in read.split(", "))
+    rel = f"SELECT rowid AS __rowid, {read} FROM {schema.REQUESTS_TABLE}"
     con.execute(
         "CREATE OR REPLACE TEMP TABLE logan_classified AS SELECT __rowid, "
         f"{', '.join(CLASSIFIED)} FROM ({classified_sql(rel, profile, rules, trusted_proxies)})"
     )
     assignments = ", ".join(f"{c} = c.{c}" for c in CLASSIFIED)
     con.execute(
-        f"UPDATE requests SET {assignments} FROM logan_classified AS c"
-        " WHERE requests.rowid = c.__rowid"
+        f"UPDATE {schema.REQUESTS_TABLE} AS r SET {assignments} FROM logan_classified AS c"
+        " WHERE r.rowid = c.__rowid"
     )
     con.execute("DROP TABLE logan_classified")
     collapse_routes(con)

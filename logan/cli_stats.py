@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import pandas as pd
 import typer
@@ -53,6 +54,10 @@ def stats_command(
     slo: Annotated[
         str | None, typer.Option(help="threshold for the SLO share and Apdex, e.g. 500ms")
     ] = None,
+    view: Annotated[
+        str | None,
+        typer.Option("--view", help=f"show one view instead: {' | '.join(st.VIEWS)}"),
+    ] = None,
     output: Annotated[str, typer.Option("--output", "-o", help=" | ".join(OUTPUTS))] = "table",
     out: Annotated[Path | None, typer.Option("--out", help="file for --output parquet")] = None,
     format: Annotated[
@@ -70,6 +75,8 @@ def stats_command(
     """Where the time goes: requests, total time, share and percentiles per group.
 
     Given FILES, they are read into a temporary store first (into --db when given too).
+    --view shows one view instead: percentiles (ab), histogram (hey), slowest requests,
+    pareto and apdex (needs --slo) per --by, cache (the GET/HEAD endpoints worth caching).
     """
     if output not in OUTPUTS:
         raise LoganError(f"unknown --output {output!r}; use one of {', '.join(OUTPUTS)}")
@@ -90,6 +97,10 @@ def stats_command(
         st.dimension_columns(by)
         if sort not in st.SORTS:
             raise ValueError(f"unknown --sort {sort!r}; use one of {', '.join(st.SORTS)}")
+        if view is not None and view not in st.VIEWS:
+            raise ValueError(f"unknown --view {view!r}; use one of {', '.join(st.VIEWS)}")
+        if view == "apdex" and slo_us is None:
+            raise ValueError("--view apdex needs --slo, e.g. --slo 500ms")
     except ValueError as exc:
         raise LoganError(str(exc)) from None
 
@@ -98,11 +109,11 @@ def stats_command(
     try:
         if files:
             _ingest(files, store, format, dialect, tz, profile, rules, trusted_proxy or [])
-        try:
-            table = st.stats(store.con, by=by, sort=sort, top=top, slo_us=slo_us, **filters)
-        except ValueError as exc:
-            raise LoganError(str(exc)) from None
-        if output in ("table", "markdown"):
+        if view is not None:
+            table = _checked(st.named_view, store.con, view, by=by, top=top, slo_us=slo_us, **filters)
+        else:
+            table = _checked(st.stats, store.con, by=by, sort=sort, top=top, slo_us=slo_us, **filters)
+        if view is None and output in ("table", "markdown"):
             # the table is the headline's ranking when it is sorted by total time
             ranked = table if sort == "total" else None
             head = st.headline(store.con, by=by, table=ranked, **filters)
@@ -111,7 +122,18 @@ def stats_command(
             head, total = "", 0
     finally:
         store.close()
-    write_stats(table, output, out, st.dimension_columns(by), head, total)
+    if view is not None:
+        write_view(table, view, output, out, st.dimension_columns(by), st.view_question(view, by, slo_us))
+    else:
+        write_stats(table, output, out, st.dimension_columns(by), head, total)
+
+
+def _checked(fn, *args, **kwargs) -> pd.DataFrame:  # noqa: ANN001, ANN002, ANN003
+    # a bad option found late (by the SQL layer) is a usage error, not a traceback
+    try:
+        return fn(*args, **kwargs)
+    except ValueError as exc:
+        raise LoganError(str(exc)) from None
 
 
 def _ingest(files, store, format, dialect, tz, profile, rules, trusted) -> None:  # noqa: ANN001
@@ -128,6 +150,15 @@ def _ingest(files, store, format, dialect, tz, profile, rules, trusted) -> None:
 
 
 # --- Output ---------------------------------------------------------------------------------
+# (heading, column, formatter) for the cells people read; a text column is left-aligned.
+Spec = list[tuple[str, str, Callable[[Any], str]]]
+
+
+def _text(value: object) -> str:
+    # log content as it is: rich Text, markdown_escape and safe_csv make it inert later
+    return str(value)
+
+
 def write_stats(
     df: pd.DataFrame,
     output: str,
@@ -137,40 +168,69 @@ def write_stats(
     total_requests: int = 0,
 ) -> None:
     """Write a stats() table to stdout (or `out` for parquet) in the chosen form."""
+    if output in ("table", "markdown"):
+        cols, rows, left = human_rows(df, dims or [], total_requests)
+        write_human(cols, rows, left, output, head)
+    else:
+        write_data(df, output, out)
+
+
+def write_data(df: pd.DataFrame, output: str, out: Path | None = None) -> None:
+    """The DataFrame itself, for programs: parquet (to `out`), JSON or CSV."""
     if output == "parquet":
         df.to_parquet(out, index=False)
         _err.print(Text(f"wrote {len(df):,} rows to {out}"))
     elif output == "json":
         records = json.loads(df.to_json(orient="records", date_format="iso"))
         sys.stdout.write(json.dumps(records, indent=1) + "\n")
-    elif output == "csv":
+    else:
         safe_csv(df).to_csv(sys.stdout, index=False)
-    elif output == "markdown":
-        cols, rows = human_rows(df, dims or [], total_requests)
+
+
+def write_human(
+    cols: list[str], rows: list[list[str]], left: list[bool], output: str, head: str = ""
+) -> None:
+    """Cells for people as Markdown or a terminal table, under an optional heading."""
+    if output == "markdown":
         if head:
             sys.stdout.write("  \n".join(markdown_escape(x) for x in head.splitlines()) + "\n\n")
         sys.stdout.write(markdown_table(cols, rows))
-    else:
-        if head:
-            _out.print(Text(head))
-        cols, rows = human_rows(df, dims or [], total_requests)
-        t = Table(show_lines=False)
-        for i, c in enumerate(cols):
-            if i < len(dims or []):
-                t.add_column(Text(c), overflow="fold")
-            else:
-                t.add_column(Text(c), justify="right", no_wrap=True)
-        for row in rows:
-            t.add_row(*[Text(v) for v in row])
-        _out.print(t)
+        return
+    if head:
+        _out.print(Text(head))
+    t = Table(show_lines=False)
+    for c, is_text in zip(cols, left, strict=True):
+        if is_text:
+            t.add_column(Text(c), overflow="fold")
+        else:
+            t.add_column(Text(c), justify="right", no_wrap=True)
+    for row in rows:
+        t.add_row(*[Text(v) for v in row])
+    _out.print(t)
+
+
+def spec_rows(
+    df: pd.DataFrame, dims: list[str], spec: Spec
+) -> tuple[list[str], list[list[str]], list[bool]]:
+    """Headings, cells and which columns are text: `dims` as they are, then each spec
+    column the data fills (a column the log cannot fill, e.g. no upstream timer, is left out)."""
+    spec = [s for s in spec if s[1] in df.columns and df[s[1]].notna().any()]
+    cols = dims + [s[0] for s in spec]
+    left = [True] * len(dims) + [fmt is _text for _, _, fmt in spec]
+    rows = []
+    for _, r in df.iterrows():
+        cells = ["-" if pd.isna(r[d]) else str(r[d]) for d in dims]
+        cells += ["-" if pd.isna(r[src]) else fmt(r[src]) for _, src, fmt in spec]
+        rows.append(cells)
+    return cols, rows, left
 
 
 def human_rows(
     df: pd.DataFrame, dims: list[str], total_requests: int
-) -> tuple[list[str], list[list[str]]]:
+) -> tuple[list[str], list[list[str]], list[bool]]:
     """Columns and cells for people: ms/s, 7.1M, %; only the timers the log has."""
     pct = _percent
-    spec: list[tuple[str, str, object]] = [
+    spec: Spec = [
         ("requests", "requests", st.format_count),
     ]
     if total_requests and ("share" not in df.columns or df["share"].isna().all()):
@@ -186,16 +246,97 @@ def human_rows(
     for timer in st.TIMERS:
         spec += [(f"{timer} avg", f"{timer}_avg_us", st.format_us),
                  (f"{timer} p95", f"{timer}_p95_us", st.format_us)]  # fmt: skip
-    spec += [("in SLO", "slo_share", pct), ("apdex", "apdex", lambda v: f"{v:.2f}")]
-    # a column the log cannot fill (no times at all, no upstream timer) is left out
-    spec = [s for s in spec if s[1] in df.columns and df[s[1]].notna().any()]
-    cols = dims + [s[0] for s in spec]
+    spec += [("in SLO", "slo_share", pct), ("apdex", "apdex", _fixed2)]
+    return spec_rows(df, dims, spec)
+
+
+# --- Views (--view) -------------------------------------------------------------------------
+def write_view(
+    df: pd.DataFrame, name: str, output: str, out: Path | None, dims: list[str], question: str
+) -> None:
+    """Write a named_view() table: the DataFrame for programs, a shaped table for people."""
+    if output not in ("table", "markdown"):
+        write_data(df, output, out)
+        return
+    if name == "percentiles":
+        cols, rows, left = percentile_rows(df)
+    elif name == "histogram":
+        cols, rows, left = histogram_rows(df)
+    else:
+        grouped = dims if name in ("pareto", "apdex", "cache") else []
+        cols, rows, left = spec_rows(df, grouped, _view_spec(name))
+        if name == "pareto":  # the rank reads first
+            cols, left = ["rank", *cols], [False, *left]
+            rows = [[str(r), *row] for r, row in zip(df["rank"], rows, strict=True)]
+    write_human(cols, rows, left, output, question)
+
+
+def percentile_rows(df: pd.DataFrame) -> tuple[list[str], list[list[str]], list[bool]]:
+    """ab's 'Percentage of the requests served within a certain time' as rows."""
+    r = df.iloc[0]
     rows = []
-    for _, r in df.iterrows():
-        cells = ["-" if pd.isna(r[d]) else str(r[d]) for d in dims]
-        cells += ["-" if pd.isna(r[src]) else fmt(r[src]) for _, src, fmt in spec]
-        rows.append(cells)
-    return cols, rows
+    for q in (50, 66, 75, 80, 90, 95, 98, 99, 100):
+        label = f"{q}%" + (" (longest request)" if q == 100 else "")
+        rows.append([label, st.format_us(r[f"p{q}_us"])])
+    return ["served within", f"time ({st.format_count(r['requests'])} requests)"], rows, [True, False]
+
+
+BAR_WIDTH = 40
+_EIGHTHS = " ▏▎▍▌▋▊▉"
+
+
+def bar(fraction: float, width: int = BAR_WIDTH) -> str:
+    """A bar `fraction` of `width` long, in eighths of a character (█ and ▏..▉)."""
+    eighths = round(max(0.0, min(1.0, fraction)) * width * 8)
+    return "█" * (eighths // 8) + (_EIGHTHS[eighths % 8] if eighths % 8 else "")
+
+
+def histogram_rows(df: pd.DataFrame) -> tuple[list[str], list[list[str]], list[bool]]:
+    """hey's response time histogram: one row per log-scale bucket, bars scaled to the
+    largest bucket."""
+    most = df["requests"].max() if len(df) else 0
+    rows = [
+        [f"{st.format_us(r.lo_us)} - {st.format_us(r.hi_us)}", st.format_count(r.requests),
+         _percent(r.share), _percent(r.cumulative_share), bar(r.requests / most)]
+        for r in df.itertuples()
+    ]  # fmt: skip
+    return ["latency", "requests", "%", "cumulative", ""], rows, [True, False, False, False, True]
+
+
+def _view_spec(name: str) -> Spec:
+    count, us, pct = st.format_count, st.format_us, _percent
+    specs: dict[str, Spec] = {
+        "slowest": [
+            ("start (UTC)", "ts_start", _text), ("duration", "duration_us", us),
+            ("ttfb", "ttfb_us", us), ("upstream", "upstream_us", us), ("queue", "queue_us", us),
+            ("status", "status", _text), ("method", "method", _text), ("vhost", "vhost", _text),
+            ("path", "path", _text), ("query", "query", _text),
+            ("bytes", "bytes_sent", st.format_bytes), ("requester", "requester", _text),
+            ("indirector", "indirector", _text), ("source", "source", _text),
+            ("line", "line_no", _text),
+        ],
+        "pareto": [
+            ("requests", "requests", count), ("total", "total_us", us), ("% time", "share", pct),
+            ("cumulative", "cumulative_share", pct), ("% groups", "group_share", pct),
+        ],
+        "apdex": [
+            ("timed", "timed_requests", count), ("in SLO", "slo_share", pct),
+            ("apdex", "apdex", _fixed2),
+        ],
+        "cache": [
+            ("requests", "requests", count), ("ok", "ok_share", pct),
+            ("304", "not_modified_share", pct), ("clients", "clients", count),
+            ("urls", "urls", count), ("total", "total_us", us), ("% time", "share", pct),
+            ("p50", "p50_us", us), ("p95", "p95_us", us), ("sizes/url", "sizes_per_url", _fixed2),
+            ("size cv", "size_cv", _fixed2), ("hits", "hit_share", pct),
+            ("saved", "saved_us", us), ("% saved", "saved_share", pct),
+        ],
+    }  # fmt: skip
+    return specs[name]
+
+
+def _fixed2(x: float) -> str:
+    return f"{x:.2f}"
 
 
 def _percent(x: float) -> str:

@@ -171,6 +171,7 @@ def _ingest_source(
             resolved = _resolve_profile(profile, st, batch, cf)
             summary.profile = summary.profile or resolved
             classification = _classification(resolved, rules, trusted_proxies)
+            st.ensure_columns(rows.stored_columns(cf, classification is not None))
             summary.tz_assumed |= _has_local_time(cf)
             first_line = batch.first_line
         assert out is not None

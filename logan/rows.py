@@ -49,8 +49,9 @@ def _path_query(target: str) -> dict[str, str]:
     }
 
 
-def derived_sql(cf: CompiledFormat, typed: str) -> str:
-    """Every column of `requests` except classification, from the typed projection."""
+def _derived_columns(cf: CompiledFormat) -> dict[str, str]:
+    """The SQL of each column this format fills (derived ones included), over the typed
+    projection; the columns missing here are NULL for every row of the format."""
     have = set(cf.typed("UTC")[0])
     out: dict[str, str] = {c: f"{p}" for c, p in PARAMS.items()}
     out["line_no"] = "line_no"
@@ -82,6 +83,20 @@ def derived_sql(cf: CompiledFormat, typed: str) -> str:
         # The log marks only the end (nginx combined) and has no duration: the end is the
         # best start we know, off by the request's own (unlogged) time.
         out["ts_start"] = "ts_end"
+    return out
+
+
+def stored_columns(cf: CompiledFormat, classified: bool) -> list[str]:
+    """The columns a batch of this format writes to the stored table."""
+    out = _derived_columns(cf)
+    return [c for c in schema.REQUEST_COLUMNS if c in out or (classified and c in CLASS_COLUMNS)]
+
+
+def derived_sql(cf: CompiledFormat, typed: str) -> str:
+    """Every column of `requests` except classification, from the typed projection (the
+    classifier reads any of them; the insert keeps only the stored ones)."""
+    out = _derived_columns(cf)
+    have = set(cf.typed("UTC")[0])
     cols = [f"{out.get(c, 'NULL')} AS {c}" for c in schema.REQUEST_COLUMNS if c not in CLASS_COLUMNS]
     split = ", string_split(request, ' ') AS __rq" if "request" in have else ""
     rel = f"SELECT *{split} FROM ({typed}) WHERE __ok"
@@ -100,17 +115,15 @@ Classifier = Callable[[str], str] | None
 
 def insert_sql(cf: CompiledFormat, raw_sql: str, tz: str, classify: Classifier) -> str:
     derived = derived_sql(cf, typed_sql(cf, raw_sql, tz, with_reason=False))
-    return _insert(derived, classify)
+    return _insert(cf, derived, classify)
 
 
-def _insert(derived: str, classify: Classifier) -> str:
-    cols = ", ".join(schema.REQUEST_COLUMNS)
-    if classify is None:
-        nulls = ", ".join(f"NULL AS {c}" for c in CLASS_COLUMNS)
-        return f"INSERT INTO requests ({cols}) SELECT {cols} FROM (SELECT *, {nulls} FROM ({derived}))"
-    return f"INSERT INTO requests ({cols}) SELECT {cols} FROM ({classify(derived)})"
+def _insert(cf: CompiledFormat, derived: str, classify: Classifier) -> str:
+    cols = ", ".join(stored_columns(cf, classify is not None))
+    source = derived if classify is None else classify(derived)
+    return f"INSERT INTO {schema.REQUESTS_TABLE} ({cols}) SELECT {cols} FROM ({source})"
 
 
 def insert_from_typed_sql(cf: CompiledFormat, typed_rel: str, classify: Classifier) -> str:
     """INSERT the accepted rows of an already typed (materialized) relation."""
-    return _insert(derived_sql(cf, f"SELECT * FROM {typed_rel}"), classify)
+    return _insert(cf, derived_sql(cf, f"SELECT * FROM {typed_rel}"), classify)

@@ -7,7 +7,14 @@ NULL, never 0.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+# `requests` is a view over the table `requests_data`, which holds only the columns some
+# ingested format fills (and provenance): a column no log carried is not stored at all, and
+# the view shows it as NULL. DuckDB spends as much writing an all-NULL column as a full one:
+# an Apache store written with all 50 columns ingested 1.7x slower.
+REQUESTS_TABLE = "requests_data"
+ALWAYS_STORED = ["source", "line_no", "dialect", "format"]
 
 # (column, DuckDB type, meaning). Order is the table's column order.
 REQUESTS: list[tuple[str, str, str]] = [
@@ -104,6 +111,7 @@ INGESTS: list[tuple[str, str, str]] = [
 ]
 
 TABLES = {"requests": REQUESTS, "rejects": REJECTS, "events": EVENTS, "ingests": INGESTS}
+PLAIN_TABLES = ["rejects", "events", "ingests"]
 
 REQUEST_COLUMNS = [name for name, _, _ in REQUESTS]
 REQUEST_TYPES = {name: typ for name, typ, _ in REQUESTS}
@@ -112,3 +120,11 @@ REQUEST_TYPES = {name: typ for name, typ, _ in REQUESTS}
 def create_table_sql(name: str) -> str:
     cols = ",\n  ".join(f"{c} {t}" for c, t, _ in TABLES[name])
     return f"CREATE TABLE IF NOT EXISTS {name} (\n  {cols}\n)"
+
+
+def requests_view_sql(stored: set[str]) -> str:
+    """The canonical `requests` view: every column, NULL where no ingested log had it."""
+    cols = ",\n  ".join(
+        name if name in stored else f"CAST(NULL AS {typ}) AS {name}" for name, typ, _ in REQUESTS
+    )
+    return f"CREATE OR REPLACE VIEW requests AS SELECT\n  {cols}\nFROM {REQUESTS_TABLE}"

@@ -49,7 +49,8 @@ STAT_COLUMNS = [
     "requests", "total_us", "share", "avg_us", "stddev_us", "min_us",
     "p50_us", "p90_us", "p95_us", "p99_us", "max_us",
 ]  # fmt: skip
-_INTEGER_COLUMNS = ("requests", "total_us", "min_us", "max_us", "bytes", "rank", "lo_us", "hi_us")
+_INTEGER_COLUMNS = ("requests", "total_us", "min_us", "max_us", "bytes", "rank", "lo_us", "hi_us",
+                    "saved_us", "urls", "clients", "size_values", "cache_known")
 _INTEGER_SUFFIXES = ("_requests", "_total_us", "_min_us", "_max_us")
 
 
@@ -310,6 +311,50 @@ def view(
     """Any queries/<name>.sql as a DataFrame, e.g. view(con, 'histogram', since='24h')."""
     where, params = filter_sql(filters)
     return run_view(con, query_sql(name, by, slo_us), where, params)
+
+
+# `logan stats --view NAME` -> the queries/ file it shows. pareto, apdex and cache group by
+# --by; apdex needs a threshold.
+VIEWS = {
+    "percentiles": "percentiles", "histogram": "histogram", "slowest": "slowest",
+    "pareto": "pareto", "apdex": "apdex", "cache": "cache_candidates",
+}  # fmt: skip
+_WHOLE_VIEWS = ("percentiles", "histogram")  # every row is part of the answer: no --top
+
+
+def named_view(
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    by: Sequence[str] | str = ("indirector",),
+    top: int | None = 20,
+    slo_us: int | None = None,
+    **filters,
+) -> pd.DataFrame:
+    """One of VIEWS as a DataFrame, ranked as the view says (apdex: worst first), cut to
+    `top` rows (None or 0: all) except for percentiles and histogram."""
+    if name not in VIEWS:
+        raise ValueError(f"unknown view {name!r}; use one of {', '.join(VIEWS)}")
+    if name == "apdex" and slo_us is None:
+        raise ValueError("the apdex view needs a threshold (--slo, e.g. 500ms)")
+    df = view(con, VIEWS[name], by=by, slo_us=slo_us, **filters)
+    if name == "apdex":
+        # the groups that hurt most first; ties by size, then by the groups themselves
+        dims = dimension_columns(by)
+        df = df.sort_values(
+            ["apdex", "timed_requests", *dims], ascending=[True, False, *[True] * len(dims)],
+            na_position="last", kind="stable",
+        )
+    if top and name not in _WHOLE_VIEWS:
+        df = df.head(top)
+    return df.reset_index(drop=True)
+
+
+def view_question(name: str, by: Sequence[str] | str = (), slo_us: int | None = None) -> str:
+    """The question a VIEWS entry answers: the first line of its SQL file, slots filled."""
+    line = query_path(VIEWS.get(name, name)).read_text().splitlines()[0].removeprefix("-- ")
+    if "{dimensions}" in line:
+        line = line.replace("{dimensions}", ", ".join(dimension_columns(by)))
+    return line.replace("{slo_us} us", format_us(slo_us))
 
 
 def summary(con: duckdb.DuckDBPyConnection, **filters) -> dict:

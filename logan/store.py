@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import duckdb
@@ -33,12 +34,24 @@ class Store:
         if tables and "logan_meta" not in tables:
             raise LoganError(f"{self.path} is a DuckDB file but not a logan store: not touching it")
         self.con.execute("CREATE TABLE IF NOT EXISTS logan_meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
-        for name in schema.TABLES:
+        for name in schema.PLAIN_TABLES:
             self.con.execute(schema.create_table_sql(name))
+        always = ", ".join(f"{c} {schema.REQUEST_TYPES[c]}" for c in schema.ALWAYS_STORED)
+        self.con.execute(f"CREATE TABLE IF NOT EXISTS {schema.REQUESTS_TABLE} ({always})")
+        if "requests" not in {r[0] for r in self.con.execute("SELECT view_name FROM duckdb_views()").fetchall()}:
+            _refresh_view(self.con)
         self.con.execute(
             "INSERT INTO logan_meta VALUES ('schema_version', ?) ON CONFLICT DO NOTHING",
             [str(schema.SCHEMA_VERSION)],
         )
+
+    def ensure_columns(self, columns: Iterable[str]) -> None:
+        """Store these canonical columns from now on (see schema.REQUESTS_TABLE)."""
+        ensure_columns(self.con, columns)
+
+    def append(self, rows: pd.DataFrame) -> int:
+        """Add rows given by canonical column names (tests, imports); returns the count."""
+        return append_requests(self.con, rows)
 
     def _check_version(self) -> None:
         try:
@@ -70,6 +83,41 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def stored_columns(con: duckdb.DuckDBPyConnection) -> set[str]:
+    rows = con.execute(
+        "SELECT column_name FROM duckdb_columns() WHERE table_name = ? AND schema_name = 'main'",
+        [schema.REQUESTS_TABLE],
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+def _refresh_view(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(schema.requests_view_sql(stored_columns(con)))
+
+
+def ensure_columns(con: duckdb.DuckDBPyConnection, columns: Iterable[str]) -> None:
+    """Add the canonical columns the stored table lacks (cheap: no row is rewritten)."""
+    have = stored_columns(con)
+    missing = [c for c in schema.REQUEST_COLUMNS if c in set(columns) and c not in have]
+    for c in missing:
+        con.execute(f"ALTER TABLE {schema.REQUESTS_TABLE} ADD COLUMN {c} {schema.REQUEST_TYPES[c]}")
+    if missing:
+        _refresh_view(con)
+
+
+def append_requests(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame) -> int:
+    unknown = [c for c in rows.columns if c not in schema.REQUEST_TYPES]
+    if unknown:
+        raise LoganError(f"not columns of requests: {unknown}")
+    ensure_columns(con, rows.columns)
+    con.register("__append", rows)
+    try:
+        n = con.execute(f"INSERT INTO {schema.REQUESTS_TABLE} BY NAME SELECT * FROM __append").fetchall()
+    finally:
+        con.unregister("__append")
+    return n[0][0]
 
 
 def open_store(path: str | Path | None = None, read_only: bool = False) -> Store:

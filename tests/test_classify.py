@@ -21,7 +21,7 @@ from logan.classify import (
     reclassify,
     sql_literal,
 )
-from logan.store import open_store
+from logan.store import append_requests, open_store
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 
@@ -30,8 +30,7 @@ def classified(rows: list[dict], profile: str, rules=None, trusted=()) -> pd.Dat
     """Classify the rows both ways the ingest may (per row, and once per distinct key then
     joined back), check they agree, and return the answer."""
     con = open_store(None).con
-    frame = pd.DataFrame(rows).assign(line_no=range(len(rows)))  # noqa: F841 (read below)
-    con.execute("INSERT INTO requests BY NAME SELECT * FROM frame")
+    append_requests(con, pd.DataFrame(rows).assign(line_no=range(len(rows))))
     exprs = classification_exprs(profile, rules, trusted)
     cols = ", ".join(f"{sql} AS {name}" for name, sql in exprs.items())
     per_row = con.execute(f"SELECT path, {cols} FROM requests ORDER BY line_no").df()
@@ -156,8 +155,8 @@ def test_collapse_routes_finds_parameters_by_cardinality() -> None:
     scripts = [f"/cgi/s{i}.php" for i in range(25)]
     top = [f"/top{i}" for i in range(25)]
     api = [f"/api/v1/things{chr(97 + i)}" for i in range(25)]
-    frame = pd.DataFrame({"path": tags + few + scripts + top + api})  # noqa: F841
-    con.execute("INSERT INTO requests BY NAME SELECT path, path AS route FROM frame")
+    paths = tags + few + scripts + top + api
+    append_requests(con, pd.DataFrame({"path": paths, "route": paths}))
     changed = collapse_routes(con, min_values=20)
     routes = dict(con.execute("SELECT path, route FROM requests").fetchall())
     assert changed == 25
@@ -165,7 +164,7 @@ def test_collapse_routes_finds_parameters_by_cardinality() -> None:
     assert [routes[p] for p in few + scripts + top + api] == few + scripts + top + api
     assert collapse_routes(con, min_values=20) == 0  # a second run finds nothing new
     # a later ingest brings one more tag: the parameter is known, so it joins at once
-    con.execute("INSERT INTO requests (path, route) VALUES ('/blog/tags/new', '/blog/tags/new')")
+    append_requests(con, pd.DataFrame({"path": ["/blog/tags/new"], "route": ["/blog/tags/new"]}))
     assert collapse_routes(con, min_values=20) == 1
     assert con.execute("SELECT count(DISTINCT route) FROM requests WHERE path LIKE '/blog/tags/%'"
                        ).fetchone() == (1,)  # fmt: skip
@@ -296,11 +295,9 @@ def test_rule_values_are_quoted() -> None:
 
 def test_reclassify_updates_the_store() -> None:
     con = open_store(None).con
-    con.execute(
-        "INSERT INTO requests (method, path, client) VALUES"
-        " ('GET', '/production/file_metadata/a', '10.0.0.1'),"
-        " ('GET', '/dev/catalog/n1', '10.0.0.2')"
-    )
+    append_requests(con, pd.DataFrame({"method": ["GET", "GET"],
+                                       "path": ["/production/file_metadata/a", "/dev/catalog/n1"],
+                                       "client": ["10.0.0.1", "10.0.0.2"]}))  # fmt: skip
     rules = Rules(groups=(Group("lan", ("10.0.0.0/8",)),))
     assert reclassify(con, "auto", rules) == 2
     got = con.execute(

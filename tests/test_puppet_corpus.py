@@ -95,6 +95,6 @@ def test_reclassify_gives_the_ingest_answer(store) -> None:  # noqa: ANN001
 
     cols = "line_no, environment, indirector, resource, route, requester, requester_group"
     before = store.con.execute(f"SELECT {cols} FROM requests ORDER BY line_no").fetchall()
-    store.con.execute("UPDATE requests SET environment = NULL, indirector = NULL, route = NULL")
+    store.con.execute("UPDATE requests_data SET environment = NULL, indirector = NULL, route = NULL")
     assert reclassify(store.con, "auto") == len(before)
     assert store.con.execute(f"SELECT {cols} FROM requests ORDER BY line_no").fetchall() == before

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from logan import stats as st
-from logan.store import open_store
+from logan.store import append_requests, open_store
 
 T0 = datetime(2024, 1, 1)
 # method, indirector, environment, path, status, duration_us, upstream_us, bytes_sent
@@ -34,8 +34,7 @@ RECORDS = [dict(zip(COLS, r, strict=True), ts_start=T0 + timedelta(minutes=i))
 
 def make_con(records: list[dict] = RECORDS):
     con = open_store(None).con
-    frame = pd.DataFrame(records)  # noqa: F841 (read by the SQL below)
-    con.execute("INSERT INTO requests BY NAME SELECT * FROM frame")
+    append_requests(con, pd.DataFrame(records))
     return con
 
 

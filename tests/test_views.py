@@ -11,7 +11,7 @@ import pytest
 
 from logan import stats as st
 from logan.resources import parsers_dirs, queries_dir
-from logan.store import open_store
+from logan.store import append_requests, open_store
 
 REPO = Path(__file__).resolve().parents[1]
 FILES = sorted(queries_dir().glob("*.sql"))
@@ -23,8 +23,7 @@ NOT_PORTABLE = [r"::", r"\bGROUP BY ALL\b", r"\bcount_if\b", r"\blist_\w+", r"\b
 
 def con_with(durations: list[int | None], **columns: list) -> object:
     con = open_store(None).con
-    frame = pd.DataFrame({"duration_us": durations, **columns})  # noqa: F841
-    con.execute("INSERT INTO requests BY NAME SELECT * FROM frame")
+    append_requests(con, pd.DataFrame({"duration_us": durations, **columns}))
     return con
 
 
