@@ -190,14 +190,18 @@ def write_data(df: pd.DataFrame, output: str, out: Path | None = None) -> None:
 def write_human(
     cols: list[str], rows: list[list[str]], left: list[bool], output: str, head: str = ""
 ) -> None:
-    """Cells for people as Markdown or a terminal table, under an optional heading."""
+    """Cells for people as Markdown or a terminal table (none without `cols`), under an
+    optional heading."""
     if output == "markdown":
         if head:
             sys.stdout.write("  \n".join(markdown_escape(x) for x in head.splitlines()) + "\n\n")
-        sys.stdout.write(markdown_table(cols, rows))
+        if cols:
+            sys.stdout.write(markdown_table(cols, rows))
         return
     if head:
         _out.print(Text(head))
+    if not cols:
+        return
     t = Table(show_lines=False)
     for c, is_text in zip(cols, left, strict=True):
         if is_text:
@@ -257,6 +261,9 @@ def write_view(
     """Write a named_view() table: the DataFrame for programs, a shaped table for people."""
     if output not in ("table", "markdown"):
         write_data(df, output, out)
+        return
+    if df.empty or (name == "percentiles" and not df["requests"].iloc[0]):
+        write_human([], [], [], output, f"{question}\nNo request matches (with a response time).")
         return
     if name == "percentiles":
         cols, rows, left = percentile_rows(df)

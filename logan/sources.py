@@ -147,7 +147,7 @@ def _to_utf8(block: bytes) -> tuple[bytes, int]:
 def read_batches(source: Source, block_size: int = DEFAULT_BLOCK, skip_lines: int = 0) -> Iterator[Batch]:
     """Batches of a source's lines, numbered from 1, read in a background thread so that
     reading and splitting overlap with parsing in DuckDB."""
-    q: Queue = Queue(maxsize=2)
+    q: Queue = Queue(maxsize=1)
 
     def produce() -> None:
         try:
