@@ -37,6 +37,7 @@ from pathlib import Path
 import duckdb
 
 from logan import schema
+from logan.errors import LoganError
 from logan.convert import sql_str
 from logan.store import ensure_columns, stored_columns
 
@@ -359,20 +360,20 @@ def _check_regex(pattern: str, where: str) -> None:
     try:
         duckdb.connect().execute("SELECT regexp_matches('', ?)", [pattern]).fetchall()
     except duckdb.Error as exc:
-        raise ValueError(f"{where}: invalid regex {pattern!r}: {exc}") from None
+        raise LoganError(f"{where}: invalid regex {pattern!r}: {exc}") from None
 
 
 def _parse_rule(raw: dict, where: str) -> Rule:
     unknown = set(raw) - _RULE_KEYS
     if unknown or "match" not in raw:
-        raise ValueError(f"{where}: needs 'match'; allowed keys {sorted(_RULE_KEYS)}")
+        raise LoganError(f"{where}: needs 'match'; allowed keys {sorted(_RULE_KEYS)}")
     fld = raw.get("field", "path")
     if fld not in RULE_FIELDS:
-        raise ValueError(f"{where}: field must be one of {RULE_FIELDS}, not {fld!r}")
+        raise LoganError(f"{where}: field must be one of {RULE_FIELDS}, not {fld!r}")
     _check_regex(raw["match"], where)
     targets = {k: str(raw[k]) for k in RULE_TARGETS if k in raw}
     if not targets:
-        raise ValueError(f"{where}: sets nothing; give one of {RULE_TARGETS}")
+        raise LoganError(f"{where}: sets nothing; give one of {RULE_TARGETS}")
     method = raw.get("method")
     return Rule(str(raw["match"]), fld, method.upper() if method else None, targets)
 
@@ -380,13 +381,13 @@ def _parse_rule(raw: dict, where: str) -> Rule:
 def _parse_group(raw: dict, where: str) -> Group:
     unknown = set(raw) - _GROUP_KEYS
     if unknown or "name" not in raw:
-        raise ValueError(f"{where}: needs 'name'; allowed keys {sorted(_GROUP_KEYS)}")
+        raise LoganError(f"{where}: needs 'name'; allowed keys {sorted(_GROUP_KEYS)}")
     cidrs = tuple(str(c) for c in raw.get("cidrs", ()))
     for c in cidrs:
         try:
             ipaddress.ip_network(c, strict=False)
         except ValueError as exc:
-            raise ValueError(f"{where}: {exc}") from None
+            raise LoganError(f"{where}: {exc}") from None
     return Group(str(raw["name"]), cidrs, tuple(str(h) for h in raw.get("hosts", ())))
 
 
@@ -412,7 +413,7 @@ def load_rules(path: str | Path | Rules) -> Rules:
         doc = tomllib.load(fh)
     unknown = set(doc) - {"rules", "groups"}
     if unknown:
-        raise ValueError(f"{path}: unknown sections {sorted(unknown)}; use [[rules]], [[groups]]")
+        raise LoganError(f"{path}: unknown sections {sorted(unknown)}; use [[rules]], [[groups]]")
     rules = tuple(_parse_rule(r, f"{path}: rules[{i}]") for i, r in enumerate(doc.get("rules", [])))
     groups = tuple(
         _parse_group(g, f"{path}: groups[{i}]") for i, g in enumerate(doc.get("groups", []))
@@ -474,7 +475,7 @@ def _what(profile: str, rules: Rules, qenv: str) -> dict[str, str]:
     """environment, indirector, resource, route, __node (agent name), __gn (its group index):
     all functions of the request itself (path, vhost and the columns rules read)."""
     if profile not in PROFILES:
-        raise ValueError(f"profile must be one of {PROFILES} (resolve 'auto' with detect_profile)")
+        raise LoganError(f"profile must be one of {PROFILES} (resolve 'auto' with detect_profile)")
     exprs = _generic_exprs()
     if profile == "puppet":
         exprs = _puppet_exprs(exprs, qenv)

@@ -115,6 +115,10 @@ def ingest_command(
     dialect: Annotated[str | None, typer.Option(help="apache | nginx | varnish | haproxy")] = None,
     tz: Annotated[str, typer.Option(help="time zone of timestamps that carry no offset")] = "UTC",
     profile: Annotated[str, typer.Option(help="classification: auto | puppet | generic | none")] = "auto",
+    rules: Annotated[Path | None, typer.Option(help="classification rules (TOML)")] = None,
+    trusted_proxy: Annotated[
+        list[str] | None, typer.Option(help="CIDR of a proxy whose X-Forwarded-For counts (repeatable)")
+    ] = None,
     label: Annotated[str | None, typer.Option(help="source name for stdin or a single file")] = None,
     nginx_conf: Annotated[Path | None, typer.Option(help="read the format from this nginx.conf")] = None,
     log_format_name: Annotated[
@@ -124,7 +128,10 @@ def ingest_command(
     """Read access logs into a DuckDB store: every line becomes a request or a reject."""
     format, dialect = format_from_options(format, dialect, nginx_conf, log_format_name)
     store = open_store(db)
-    s = run_ingest(files, store=store, format=format, dialect=dialect, tz=tz, profile=profile, label=label)
+    s = run_ingest(
+        files, store=store, format=format, dialect=dialect, tz=tz, profile=profile, label=label,
+        rules=rules, trusted_proxies=tuple(trusted_proxy or ()),
+    )  # fmt: skip
     print_summary(s)
     if db is None:
         err.print("(in-memory store: nothing was kept; give --db FILE to keep the table)")

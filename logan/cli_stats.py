@@ -96,11 +96,11 @@ def stats_command(
         st.filter_sql(filters)  # option errors before any reading
         st.dimension_columns(by)
         if sort not in st.SORTS:
-            raise ValueError(f"unknown --sort {sort!r}; use one of {', '.join(st.SORTS)}")
+            raise LoganError(f"unknown --sort {sort!r}; use one of {', '.join(st.SORTS)}")
         if view is not None and view not in st.VIEWS:
-            raise ValueError(f"unknown --view {view!r}; use one of {', '.join(st.VIEWS)}")
+            raise LoganError(f"unknown --view {view!r}; use one of {', '.join(st.VIEWS)}")
         if view == "apdex" and slo_us is None:
-            raise ValueError("--view apdex needs --slo, e.g. --slo 500ms")
+            raise LoganError("--view apdex needs --slo, e.g. --slo 500ms")
     except ValueError as exc:
         raise LoganError(str(exc)) from None
 

@@ -1,7 +1,7 @@
 """Errors a user can act on: the CLI prints their message, never a traceback."""
 
 
-class LoganError(Exception):
+class LoganError(ValueError):
     """A problem with the user's input or options, explained in the message."""
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
+from logan.errors import LoganError
 from logan.resources import queries_dir
 
 # --by name -> the columns it groups by. A fixed whitelist: these names are the only text
@@ -59,11 +60,11 @@ def dimension_columns(by: Sequence[str] | str) -> list[str]:
     """Group-by columns for --by names, in order, without repeats."""
     names = [by] if isinstance(by, str) else list(by)
     if not names:
-        raise ValueError(f"--by needs one of {', '.join(DIMENSIONS)}")
+        raise LoganError(f"--by needs one of {', '.join(DIMENSIONS)}")
     cols: list[str] = []
     for name in names:
         if name not in DIMENSIONS:
-            raise ValueError(f"unknown --by {name!r}; use one of {', '.join(DIMENSIONS)}")
+            raise LoganError(f"unknown --by {name!r}; use one of {', '.join(DIMENSIONS)}")
         cols += [c for c in DIMENSIONS[name] if c not in cols]
     return cols
 
@@ -71,7 +72,7 @@ def dimension_columns(by: Sequence[str] | str) -> list[str]:
 def query_path(name: str) -> Path:
     path = queries_dir() / f"{name}.sql"
     if not path.is_file():
-        raise ValueError(f"no view {name!r} in {queries_dir()}")
+        raise LoganError(f"no view {name!r} in {queries_dir()}")
     return path
 
 
@@ -82,7 +83,7 @@ def query_sql(name: str, by: Sequence[str] | str = (), slo_us: int | None = None
         sql = sql.replace("{dimensions}", ", ".join(dimension_columns(by)))
     if "{slo_us}" in sql:
         if slo_us is None:
-            raise ValueError(f"view {name!r} needs a threshold (slo_us)")
+            raise LoganError(f"view {name!r} needs a threshold (slo_us)")
         sql = sql.replace("{slo_us}", str(int(slo_us)))
     return sql
 
@@ -126,7 +127,7 @@ def parse_duration(text: str) -> int:
         return round(float(text) * 1_000)
     m = _DURATION.match(text)
     if not m:
-        raise ValueError(f"not a duration: {text!r} (use e.g. 500ms, 2s, 24h)")
+        raise LoganError(f"not a duration: {text!r} (use e.g. 500ms, 2s, 24h)")
     return round(float(m.group(1)) * _UNITS_US[m.group(2)])
 
 
@@ -154,7 +155,7 @@ def parse_time(text: str | datetime, now: datetime | None = None) -> datetime:
                 try:
                     when = datetime.strptime(text, "%d/%b/%Y:%H:%M:%S %z")
                 except ValueError:
-                    raise ValueError(
+                    raise LoganError(
                         f"not a time: {text!r} (use 24h, 2013-11-05T19:52:21, ...)"
                     ) from None
     if when.tzinfo is not None:
@@ -175,7 +176,7 @@ def parse_status(spec: str) -> list[tuple[int, int]]:
         elif m := re.fullmatch(r"(\d{3})-(\d{3})", part):
             ranges.append((int(m.group(1)), int(m.group(2))))
         else:
-            raise ValueError(f"not a status: {part!r} (use 5xx, 404, 500-504)")
+            raise LoganError(f"not a status: {part!r} (use 5xx, 404, 500-504)")
     return ranges
 
 
@@ -196,7 +197,7 @@ def filter_sql(filters: dict | None = None) -> tuple[str, list]:
     filters = {k: v for k, v in (filters or {}).items() if v is not None}
     unknown = set(filters) - set(FILTERS)
     if unknown:
-        raise ValueError(f"unknown filter {sorted(unknown)}; use {', '.join(FILTERS)}")
+        raise LoganError(f"unknown filter {sorted(unknown)}; use {', '.join(FILTERS)}")
     since, until, env, method, status, path_glob = (filters.get(k) for k in FILTERS)
     conds: list[str] = []
     params: list = []
@@ -272,7 +273,7 @@ def stats(
     requests when the log has no times), `top` rows (None or 0: all).
     """
     if sort not in SORTS:
-        raise ValueError(f"unknown sort {sort!r}; use one of {', '.join(SORTS)}")
+        raise LoganError(f"unknown sort {sort!r}; use one of {', '.join(SORTS)}")
     dims = dimension_columns(by)
     where, params = filter_sql(
         dict(since=since, until=until, env=env, method=method, status=status, path_glob=path_glob)
@@ -333,9 +334,9 @@ def named_view(
     """One of VIEWS as a DataFrame, ranked as the view says (apdex: worst first), cut to
     `top` rows (None or 0: all) except for percentiles and histogram."""
     if name not in VIEWS:
-        raise ValueError(f"unknown view {name!r}; use one of {', '.join(VIEWS)}")
+        raise LoganError(f"unknown view {name!r}; use one of {', '.join(VIEWS)}")
     if name == "apdex" and slo_us is None:
-        raise ValueError("the apdex view needs a threshold (--slo, e.g. 500ms)")
+        raise LoganError("the apdex view needs a threshold (--slo, e.g. 500ms)")
     df = view(con, VIEWS[name], by=by, slo_us=slo_us, **filters)
     if name == "apdex":
         # the groups that hurt most first; ties by size, then by the groups themselves

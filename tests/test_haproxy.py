@@ -598,6 +598,12 @@ backend be
         deadline = time.monotonic() + 10
         while syslog.count < n and time.monotonic() < deadline:
             time.sleep(0.05)
+        # Probes and requests share the count: wait until the log stops growing, so a
+        # loaded machine's late datagram is not cut off.
+        seen = -1
+        while seen != syslog.count and time.monotonic() < deadline:
+            seen = syslog.count
+            time.sleep(0.5)
     finally:
         for p in (proxy, backend):
             p.terminate()

@@ -215,3 +215,16 @@ def test_bad_view_options_are_usage_errors(log: Path, args: list[str], needle: s
     err = " ".join(r.stderr.decode().split())
     assert r.returncode == 2 and "Traceback" not in err and needle in err, err
     assert re.search(r"\bread \d", err) is None  # refused before reading the log
+
+
+def test_a_log_without_times_says_so(tmp_path: Path) -> None:
+    untimed = tmp_path / "common.log"
+    # the common log format: the same lines without %D, Referer and User-Agent
+    untimed.write_text("".join(re.sub(r' \d+ "-" "agent"$', "\n", log_line(r).rstrip())
+                               for r in REQUESTS[:5]))  # fmt: skip
+    for view in ("percentiles", "histogram", "slowest"):
+        r = CliRunner().invoke(app, ["stats", str(untimed), "--view", view, "-o", "markdown"])
+        assert r.exit_code == 0 and "No request matches (with a response time)." in r.stdout, view
+    got = json.loads(CliRunner().invoke(app, ["stats", str(untimed), "--view", "percentiles",
+                                              "-o", "json"]).stdout)  # fmt: skip
+    assert got[0]["requests"] == 0 and got[0]["p50_us"] is None
