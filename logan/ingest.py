@@ -288,12 +288,15 @@ def _left_by_split(con, cf, fast: str, tz: str, n_fast: int, n_lines: int) -> st
     split (escapes, odd spacing): finding those costs one split, not a second parse. Only
     when some split lines failed a type check (a status of "2OO") must the typed
     projection run again to tell which."""
-    by_shape = f"(SELECT line_no, line FROM __batch WHERE line_no NOT IN (SELECT line_no FROM ({fast})))"
-    n_left = con.execute(f"SELECT count(*) FROM {by_shape}").fetchall()[0][0]
-    if n_fast + n_left == n_lines:
-        return by_shape
-    taken = f"SELECT line_no FROM ({rows.typed_sql(cf, fast, tz, with_reason=False)}) WHERE __ok"
-    return f"(SELECT line_no, line FROM __batch WHERE line_no NOT IN ({taken}))"
+    by_shape = f"SELECT line_no, line FROM __batch WHERE line_no NOT IN (SELECT line_no FROM ({fast}))"
+    n_left = con.execute(f"CREATE OR REPLACE TEMP TABLE __left_lines AS {by_shape}").fetchall()[0][0]
+    if n_fast + n_left != n_lines:
+        taken = f"SELECT line_no FROM ({rows.typed_sql(cf, fast, tz, with_reason=False)}) WHERE __ok"
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE __left_lines AS "
+            f"SELECT line_no, line FROM __batch WHERE line_no NOT IN ({taken})"
+        )
+    return "__left_lines"
 
 
 def _exact_path(con, cf, fast, tz, classification, params, label, n_fast, n_lines):  # noqa: ANN001, ANN201
@@ -314,6 +317,7 @@ def _exact_path(con, cf, fast, tz, classification, params, label, n_fast, n_line
         dict(con.execute(f"SELECT __reason, count(*) FROM __left WHERE {rejected} GROUP BY 1").fetchall())
     )
     con.execute("DROP TABLE __left")
+    con.execute("DROP TABLE IF EXISTS __left_lines")
     return n_rows, n_events, reasons
 
 

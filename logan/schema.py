@@ -57,6 +57,7 @@ REQUESTS: list[tuple[str, str, str]] = [
     ("upstream_addr", "VARCHAR", "upstream(s) tried, as logged"),
     ("upstream_status", "VARCHAR", "upstream status(es), as logged"),
     ("upstream_tries", "SMALLINT", "number of upstreams tried (NULL when not logged)"),
+    ("frontend", "VARCHAR", "frontend / listener that accepted the request (HAProxy)"),
     ("backend", "VARCHAR", "backend / pool name"),
     ("server", "VARCHAR", "server within the backend"),
     ("termination_state", "VARCHAR", "HAProxy termination state"),
