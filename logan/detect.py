@@ -92,6 +92,8 @@ def sample_paths(st: Store, table: pa.Table, cf: CompiledFormat) -> list[str]:
             expr = f"m.f{idx['path'].idx}"
         else:
             return []
+        # an absolute URI (proxies, Varnish) starts with scheme://host: the path follows
+        expr = f"regexp_replace({expr}, '^[A-Za-z][A-Za-z0-9+.-]*://[^/]*', '')"
         names = ", ".join(sql_str(f.alias) for f in cf.fields)
         rows = st.con.execute(
             f"SELECT {expr} FROM (SELECT regexp_extract(line, {sql_str(cf.regex)}, [{names}]) AS m "

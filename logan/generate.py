@@ -8,13 +8,14 @@ gives the same bytes. Apache writes a line when the request ends while %t is
 its start, so lines come slightly out of time order, as in real logs.
 
     python -m logan.generate --lines 5000000 -o big.log      # about 0.7 GB
+    python -m logan.generate --dialect haproxy --lines 5000   # nginx, varnish, haproxy too
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -100,26 +101,130 @@ def requests(n: int, seed: int = 1, start: datetime | None = None) -> Iterator[R
             )
 
 
-def apache_combined_d(r: Request) -> str:
-    ts = r.ts.strftime("%d/%b/%Y:%H:%M:%S +0000")
-    return f'{r.client} - - [{ts}] "{r.method} {r.uri} HTTP/1.1" {r.status} {r.size} {r.duration_us} "-" "Ruby"\n'
+def _clf_time(t: datetime) -> str:
+    return t.strftime("%d/%b/%Y:%H:%M:%S +0000")
 
 
-FORMATTERS = {"apache": apache_combined_d}
+def _end(r: Request) -> datetime:
+    return r.ts + timedelta(microseconds=r.duration_us)
 
 
-def write(n: int, out, dialect: str = "apache", seed: int = 1) -> None:  # noqa: ANN001
-    """Write n lines; lines leave in order of request end, as a server writes them."""
-    fmt = FORMATTERS[dialect]
+def apache_combined_d(r: Request, i: int) -> str:
+    """apache:combined_D; %t is the start of the request."""
+    return (
+        f'{r.client} - - [{_clf_time(r.ts)}] "{r.method} {r.uri} HTTP/1.1" {r.status} {r.size} '
+        f'{r.duration_us} "-" "Ruby"\n'
+    )
+
+
+def _cache(r: Request, i: int) -> str:
+    # a cache in front serves some file_metadata; catalogs and reports always pass
+    if r.method != "GET":
+        return "-"
+    return "HIT" if "file_metadata/" in r.uri and i % 3 == 0 else "MISS"
+
+
+def nginx_timed(r: Request, i: int) -> str:
+    """nginx:timed; $time_local is when the request ended, $request_time has ms, a cache
+    HIT has no upstream time, and 1 request in 100 tried a second upstream."""
+    cache = _cache(r, i)
+    total = r.duration_us / 1e6
+    if cache == "HIT":
+        upstream = "-"
+        total = min(total, 0.002)
+    elif i % 100 == 0:
+        upstream = f"0.000, {max(total - 0.002, 0):.3f}"
+    else:
+        upstream = f"{max(total - 0.001, 0):.3f}"
+    return (
+        f'{r.client} - - [{_clf_time(_end(r))}] "{r.method} {r.uri} HTTP/1.1" {r.status} {r.size} '
+        f'"-" "Ruby" {total:.3f} {upstream} {cache}\n'
+    )
+
+
+def varnish_timed(r: Request, i: int) -> str:
+    """varnish:timed; %r carries the absolute URL, %D is microseconds, time_firstbyte
+    seconds, handling hit/miss/pass."""
+    handling = {"HIT": "hit", "MISS": "miss", "-": "pass"}[_cache(r, i)]
+    duration = 900 if handling == "hit" else r.duration_us
+    return (
+        f'{r.client} - - [{_clf_time(r.ts)}] "{r.method} http://puppet:8140{r.uri} HTTP/1.1" '
+        f'{r.status} {r.size} "-" "Ruby" {duration} {duration * 0.9 / 1e6:.6f} {handling}\n'
+    )
+
+
+HAPROXY_SERVERS = ["app1", "app2", "app3", "app4"]
+
+
+def haproxy_httplog(r: Request, i: int) -> str:
+    """haproxy:httplog behind an rsyslog prefix (the prefix time is when HAProxy logged:
+    the end). Timers add up as HAProxy's do, Ta = TR + Tw + Tc + Tr + Td; 1 request in 997
+    is denied before any server (403, <NOSRV>, -1 timers)."""
+    ms = r.duration_us // 1000
+    end = _end(r)
+    start = r.ts.strftime("%d/%b/%Y:%H:%M:%S.") + f"{r.ts.microsecond // 1000:03d}"
+    prefix = f"{end.strftime('%b')} {end.day:2d} {end.strftime('%H:%M:%S')} lb1 haproxy[4242]: "
+    client = f"{r.client}:{40000 + i % 20000}"
+    if i % 997 == 0:
+        return (
+            f"{prefix}{client} [{start}] fe_puppet~ be_puppet/<NOSRV> 0/-1/-1/-1/{ms} 403 192 - - PR-- "
+            f'12/12/0/0/0 0/0 "{r.method} {r.uri} HTTP/1.1"\n'
+        )
+    tr, tw, tc = i % 3, (0 if i % 50 else i % 7), (1 if i % 4 else 0)
+    resp = max(ms - tr - tw - tc - 1, 0)
+    ta = tr + tw + tc + resp + 1
+    server = HAPROXY_SERVERS[i % len(HAPROXY_SERVERS)]
+    return (
+        f"{prefix}{client} [{start}] fe_puppet~ be_puppet/{server} {tr}/{tw}/{tc}/{resp}/{ta} "
+        f"{r.status} {r.size + 180} - - ---- 12/12/{3 + i % 5}/{1 + i % 3}/0 0/0 "
+        f'"{r.method} {r.uri} HTTP/1.1"\n'
+    )
+
+
+def haproxy_event(r: Request, i: int) -> str:
+    """A server going down or up, as HAProxy tells syslog between the requests."""
+    t = r.ts
+    prefix = f"{t.strftime('%b')} {t.day:2d} {t.strftime('%H:%M:%S')} lb1 haproxy[4242]: "
+    state = "DOWN, reason: Layer4 timeout, check duration: 2001ms" if i % 2 else "UP, reason: Layer7 check passed"
+    return f"{prefix}Server be_puppet/{HAPROXY_SERVERS[i % len(HAPROXY_SERVERS)]} is {state}.\n"
+
+
+# dialect -> (the preset its lines follow, one request as a line)
+FORMATTERS: dict[str, tuple[str, Callable[[Request, int], str]]] = {
+    "apache": ("apache:combined_D", apache_combined_d),
+    "nginx": ("nginx:timed", nginx_timed),
+    "varnish": ("varnish:timed", varnish_timed),
+    "haproxy": ("haproxy:httplog", haproxy_httplog),
+}
+EVENTS: dict[str, Callable[[Request, int], str]] = {"haproxy": haproxy_event}
+
+
+def lines(n: int, dialect: str = "apache", seed: int = 1, events_every: int = 5000) -> Iterator[str]:
+    """n request lines (and, for a server that logs events, one every `events_every`
+    requests), in order of request end, as a server writes them."""
+    fmt = FORMATTERS[dialect][1]
+    event = EVENTS.get(dialect)
     pending: list[tuple[datetime, str]] = []
-    for r in requests(n, seed):
-        pending.append((r.ts + timedelta(microseconds=r.duration_us), fmt(r)))
+    for i, r in enumerate(requests(n, seed)):
+        pending.append((_end(r), fmt(r, i)))
+        if event and i % events_every == events_every - 1:
+            pending.append((r.ts, event(r, i // events_every)))
         if len(pending) >= 4096:
             pending.sort(key=lambda p: p[0])
-            out.write("".join(line for _, line in pending[:2048]))
+            yield from (line for _, line in pending[:2048])
             del pending[:2048]
     pending.sort(key=lambda p: p[0])
-    out.write("".join(line for _, line in pending))
+    yield from (line for _, line in pending)
+
+
+def write(n: int, out: TextIO, dialect: str = "apache", seed: int = 1) -> None:
+    buf: list[str] = []
+    for line in lines(n, dialect, seed):
+        buf.append(line)
+        if len(buf) >= 8192:
+            out.write("".join(buf))
+            buf.clear()
+    out.write("".join(buf))
 
 
 def main(argv: list[str] | None = None) -> None:
