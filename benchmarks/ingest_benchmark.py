@@ -35,7 +35,8 @@ GOACCESS_FORMAT = '%h %^[%d:%t %^] "%r" %s %b %D "%R" "%u"'
 
 PY_LOOP = r"""
 import re, sys
-pat = re.compile(r'^(\S+) (\S+) (\S+) \[([^\]]+)\] "((?:[^"\\]|\\.)*)" (\d{3}|-) (\d+|-) (\d+|-) "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)"$')
+q = r'"((?:[^"\\]|\\.)*)"'
+pat = re.compile(r'^(\S+) (\S+) (\S+) \[([^\]]+)\] ' + q + r' (\d{3}|-) (\d+|-) (\d+|-) ' + q + ' ' + q + '$')
 n = total = 0
 with open(sys.argv[1], encoding="utf-8", errors="backslashreplace") as fh:
     for line in fh:
@@ -116,8 +117,12 @@ def main() -> None:
     logs = {d: log_file(d, a.gb) for d in a.dialect}
     results: dict[str, tuple[float, int, Path]] = {}
     with tempfile.TemporaryDirectory(dir=DATA) as tmp:
-        cmds = {name: (cmd, log) for d, log in logs.items() for name, cmd in tools(d, log, Path(tmp), a.stats).items()
-                if not a.only or name.split(" ")[0] in a.only}  # fmt: skip
+        cmds = {
+            name: (cmd, log)
+            for d, log in logs.items()
+            for name, cmd in tools(d, log, Path(tmp), a.stats).items()
+            if not a.only or name.split(" ")[0] in a.only
+        }
         walls: dict[str, list[float]] = {n: [] for n in cmds}
         rss: dict[str, int] = dict.fromkeys(cmds, 0)
         for _ in range(a.runs):
@@ -135,7 +140,10 @@ def main() -> None:
     sizes = {log: (log.stat().st_size, count_lines(log)) for log in logs.values()}
     for name, (wall, r, log) in results.items():
         size, n = sizes[log]
-        print(f"| {name} | {log.name} | {wall:.2f} | {size / 1e6 / wall:,.0f} | {n / wall:,.0f} | {r / 2**20:,.0f} MiB |")
+        print(
+            f"| {name} | {log.name} | {wall:.2f} | {size / 1e6 / wall:,.0f} | {n / wall:,.0f} "
+            f"| {r / 2**20:,.0f} MiB |"
+        )
     mbs = {name: sizes[log][0] / 1e6 / wall for name, (wall, _, log) in results.items()}
     base = next((n for n in mbs if n.startswith("logan") and "apache" in n), None)
     print()

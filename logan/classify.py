@@ -37,8 +37,8 @@ from pathlib import Path
 import duckdb
 
 from logan import schema
-from logan.errors import LoganError
 from logan.convert import sql_str
+from logan.errors import LoganError
 from logan.store import ensure_columns, stored_columns
 
 PROFILES = ("puppet", "generic")
@@ -89,8 +89,7 @@ def _puppet_exprs(generic: dict[str, str], qenv: str) -> dict[str, str]:
     v3, ca = sql_literal(_V3), sql_literal(_CA)
     nodes = ", ".join(sql_literal(n) for n in NODE_INDIRECTIONS)
     key_part = (
-        f"CASE WHEN lg_p.ind IN ({nodes}) THEN '/{{node}}'"
-        " WHEN lg_p.key <> '' THEN '/{key}' ELSE '' END"
+        f"CASE WHEN lg_p.ind IN ({nodes}) THEN '/{{node}}' WHEN lg_p.key <> '' THEN '/{{key}}' ELSE '' END"
     )
     template = (
         f"'/' || CASE WHEN lg_p.prefix IN ({v3}, {ca}) THEN lg_p.prefix ELSE '{{environment}}' END"
@@ -98,16 +97,13 @@ def _puppet_exprs(generic: dict[str, str], qenv: str) -> dict[str, str]:
     )
     return {
         "environment": pick(
-            f"CASE lg_p.prefix WHEN {v3} THEN {qenv} WHEN {ca} THEN NULL"
-            " ELSE lg_p.prefix END",
+            f"CASE lg_p.prefix WHEN {v3} THEN {qenv} WHEN {ca} THEN NULL ELSE lg_p.prefix END",
             generic["environment"],
         ),
         "indirector": pick("lg_p.ind", generic["indirector"]),
         "resource": pick("nullif(lg_p.key, '')", generic["resource"]),
         "route": pick(_with_vhost(f"({template})"), generic["route"]),
-        "__node": pick(
-            f"CASE WHEN lg_p.ind IN ({nodes}) AND lg_p.key <> '' THEN lg_p.key END", "NULL"
-        ),
+        "__node": pick(f"CASE WHEN lg_p.ind IN ({nodes}) AND lg_p.key <> '' THEN lg_p.key END", "NULL"),
     }
 
 
@@ -155,10 +151,7 @@ def _segment_case(s: str) -> str:
 
 
 def _with_vhost(template: str) -> str:
-    return (
-        f"CASE WHEN nullif(vhost, '') IS NULL THEN {template}"
-        f" ELSE lower(vhost) || {template} END"
-    )
+    return f"CASE WHEN nullif(vhost, '') IS NULL THEN {template} ELSE lower(vhost) || {template} END"
 
 
 def route_template_sql(path: str = "path") -> str:
@@ -203,9 +196,7 @@ _API_PREFIX = r"^[^/]*(?:/(?:api|rest|v\d+(?:\.\d+)?))*$"
 _SCRIPT = r"\.(?:php\d?|aspx?|asmx|ashx|jsp|jspx|cgi|pl|py|rb|do|action|json|xml)$"
 
 
-def collapse_routes(
-    con: duckdb.DuckDBPyConnection, min_values: int = ROUTE_PARAM_MIN_VALUES
-) -> int:
+def collapse_routes(con: duckdb.DuckDBPyConnection, min_values: int = ROUTE_PARAM_MIN_VALUES) -> int:
     """Replace path segments that take `min_values` or more distinct literal values between
     the same prefix and suffix by `{name}`, level by level from the root; returns rows
     changed."""
@@ -415,9 +406,7 @@ def load_rules(path: str | Path | Rules) -> Rules:
     if unknown:
         raise LoganError(f"{path}: unknown sections {sorted(unknown)}; use [[rules]], [[groups]]")
     rules = tuple(_parse_rule(r, f"{path}: rules[{i}]") for i, r in enumerate(doc.get("rules", [])))
-    groups = tuple(
-        _parse_group(g, f"{path}: groups[{i}]") for i, g in enumerate(doc.get("groups", []))
-    )
+    groups = tuple(_parse_group(g, f"{path}: groups[{i}]") for i, g in enumerate(doc.get("groups", [])))
     return Rules(rules, groups)
 
 
@@ -539,12 +528,12 @@ def classified_sql(
     columns = "__r.* EXCLUDE (__qenv)" if qenv else "__r.*"
     return f"""
 WITH __r AS MATERIALIZED (SELECT *{qenv} FROM ({relation})),
-__w AS (SELECT {', '.join(keys)}, {w_cols} FROM (SELECT DISTINCT {', '.join(keys)} FROM __r)),
-__a AS (SELECT {', '.join(who)}, {addr} AS __addr, {by_addr} AS __ga
-        FROM (SELECT DISTINCT {', '.join(who)} FROM __r))
-SELECT {columns}, {', '.join(f'__w.{c}' for c in RULE_TARGETS)},
+__w AS (SELECT {", ".join(keys)}, {w_cols} FROM (SELECT DISTINCT {", ".join(keys)} FROM __r)),
+__a AS (SELECT {", ".join(who)}, {addr} AS __addr, {by_addr} AS __ga
+        FROM (SELECT DISTINCT {", ".join(who)} FROM __r))
+SELECT {columns}, {", ".join(f"__w.{c}" for c in RULE_TARGETS)},
   coalesce(__w.__node, __a.__addr) AS requester,
-  {_group_name_sql(rules.groups, '__w.__gn', '__a.__ga')} AS requester_group
+  {_group_name_sql(rules.groups, "__w.__gn", "__a.__ga")} AS requester_group
 FROM __r LEFT JOIN __w ON {w_on} LEFT JOIN __a ON {a_on}
 """
 

@@ -109,7 +109,8 @@ def ingest_command(
         typer.Option(
             "--format",
             "-f",
-            help="preset (combined_D, apache:combined) or the format string from the server's config; auto detects",
+            help="preset (combined_D, apache:combined) or the format string from the server's config;"
+            " auto detects",
         ),
     ] = "auto",
     dialect: Annotated[str | None, typer.Option(help="apache | nginx | varnish | haproxy")] = None,

@@ -51,9 +51,7 @@ def stats_command(
     method: Annotated[list[str] | None, typer.Option(help="HTTP method (repeatable)")] = None,
     status: Annotated[str | None, typer.Option(help="5xx, 404, 4xx,503, 500-504")] = None,
     path: Annotated[str | None, typer.Option("--path", help="path glob, e.g. '/api/*'")] = None,
-    slo: Annotated[
-        str | None, typer.Option(help="threshold for the SLO share and Apdex, e.g. 500ms")
-    ] = None,
+    slo: Annotated[str | None, typer.Option(help="threshold for the SLO share and Apdex, e.g. 500ms")] = None,
     view: Annotated[
         str | None,
         typer.Option("--view", help=f"show one view instead: {' | '.join(st.VIEWS)}"),
@@ -90,8 +88,12 @@ def stats_command(
     try:
         slo_us = st.parse_duration(slo) if slo else None
         filters = dict(
-            since=since, until=until, env=env or None, method=method or None,
-            status=status, path_glob=path,
+            since=since,
+            until=until,
+            env=env or None,
+            method=method or None,
+            status=status,
+            path_glob=path,
         )
         st.filter_sql(filters)  # option errors before any reading
         st.dimension_columns(by)
@@ -138,15 +140,19 @@ def _checked(fn, *args, **kwargs) -> pd.DataFrame:  # noqa: ANN001, ANN002, ANN0
 
 def _ingest(files, store, format, dialect, tz, profile, rules, trusted) -> None:  # noqa: ANN001
     s = ingest(
-        files, store, format=format, dialect=dialect, tz=tz, profile=profile,
-        rules=rules, trusted_proxies=trusted,
+        files,
+        store,
+        format=format,
+        dialect=dialect,
+        tz=tz,
+        profile=profile,
+        rules=rules,
+        trusted_proxies=trusted,
     )
     if s.profile in ("puppet", "generic"):
         collapse_routes(store.con)
     rejected = f", {s.rejects:,} rejected" if s.rejects else ""
-    _err.print(
-        Text(f"read {s.lines:,} lines: {s.rows:,} requests{rejected} (profile {s.profile})")
-    )
+    _err.print(Text(f"read {s.lines:,} lines: {s.rows:,} requests{rejected} (profile {s.profile})"))
 
 
 # --- Output ---------------------------------------------------------------------------------
@@ -213,9 +219,7 @@ def write_human(
     _out.print(t)
 
 
-def spec_rows(
-    df: pd.DataFrame, dims: list[str], spec: Spec
-) -> tuple[list[str], list[list[str]], list[bool]]:
+def spec_rows(df: pd.DataFrame, dims: list[str], spec: Spec) -> tuple[list[str], list[list[str]], list[bool]]:
     """Headings, cells and which columns are text: `dims` as they are, then each spec
     column the data fills (a column the log cannot fill, e.g. no upstream timer, is left out)."""
     spec = [s for s in spec if s[1] in df.columns and df[s[1]].notna().any()]

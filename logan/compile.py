@@ -213,8 +213,10 @@ def compile_format(dialect: Dialect, fmt: str, label: str) -> CompiledFormat:
             before = items[i - 1] if i else ""
             after = items[i + 1] if i + 1 < len(items) else ""
             it.quoted = (
-                isinstance(before, str) and before.endswith(QUOTE)
-                and isinstance(after, str) and after.startswith(QUOTE)
+                isinstance(before, str)
+                and before.endswith(QUOTE)
+                and isinstance(after, str)
+                and after.startswith(QUOTE)
             )
     regex = _with_prefix(_regex(items, escape), dialect)
     cf = CompiledFormat(dialect, fmt, label, items, fields, regex, escape=escape)
@@ -256,7 +258,7 @@ def value_pattern(f: Field, following: str | Field) -> str:
     shape of its own ($host$request_uri: no "/" in a host) keeps its greed."""
     pattern = VALUE_PATTERNS.get(f.spec.value, r"\S+")
     if f.spec.value == "token" and f.spec.spaces:
-        pattern = r"\S+(?: \S+){%d}" % f.spec.spaces
+        pattern = r"\S+(?: \S+){" + str(f.spec.spaces) + "}"
     if isinstance(following, Field) and pattern in (r"\S+", r"\S*"):
         pattern += "?"
     return pattern
@@ -464,7 +466,11 @@ def _group_fields(
     text = (
         f"{wname}[{start + 1}]"
         if n == 1
-        else "concat_ws(" + sql_str(sep) + ", " + ", ".join(f"{wname}[{start + 1 + j}]" for j in range(n)) + ")"
+        else "concat_ws("
+        + sql_str(sep)
+        + ", "
+        + ", ".join(f"{wname}[{start + 1 + j}]" for j in range(n))
+        + ")"
     )
     template: list = []
     for j, w in enumerate(words):

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TextIO
 
 import numpy as np
 
@@ -185,7 +186,9 @@ def haproxy_event(r: Request, i: int) -> str:
     """A server going down or up, as HAProxy tells syslog between the requests."""
     t = r.ts
     prefix = f"{t.strftime('%b')} {t.day:2d} {t.strftime('%H:%M:%S')} lb1 haproxy[4242]: "
-    state = "DOWN, reason: Layer4 timeout, check duration: 2001ms" if i % 2 else "UP, reason: Layer7 check passed"
+    state = (
+        "DOWN, reason: Layer4 timeout, check duration: 2001ms" if i % 2 else "UP, reason: Layer7 check passed"
+    )
     return f"{prefix}Server be_puppet/{HAPROXY_SERVERS[i % len(HAPROXY_SERVERS)]} is {state}.\n"
 
 

@@ -184,7 +184,8 @@ def _ingest_source(
     if out is None:  # an empty input
         out = SourceSummary(src.label, fmt)
     st.con.execute(
-        "INSERT INTO ingests SELECT coalesce(max(ingest_id), 0) + 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM ingests",
+        "INSERT INTO ingests SELECT coalesce(max(ingest_id), 0) + 1, "
+        "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM ingests",
         [
             src.label,
             cf.dialect.name if cf else dialect,

@@ -37,7 +37,8 @@ def _uri(uri: str) -> dict[str, str]:
     absolute = f"(contains({uri}, '://') AND NOT starts_with({uri}, '/'))"
     rest = f"substr({uri}, strpos({uri}, '://') + 3)"
     host = f"CASE WHEN {absolute} THEN split_part({rest}, '/', 1) END"
-    target = f"CASE WHEN {absolute} THEN coalesce(nullif(substr({rest}, strpos({rest} || '/', '/')), ''), '/') ELSE {uri} END"
+    after_host = f"substr({rest}, strpos({rest} || '/', '/'))"
+    target = f"CASE WHEN {absolute} THEN coalesce(nullif({after_host}, ''), '/') ELSE {uri} END"
     return {**_path_query(target), "host": host, "target": target}
 
 

@@ -34,7 +34,7 @@ REQUESTS: list[tuple[str, str, str]] = [
     ("user_agent", "VARCHAR", "User-Agent request header"),
     ("referer", "VARCHAR", "Referer request header"),
     # what
-    ("request", "VARCHAR", "request line as logged, \\\" and \\\\ decoded"),
+    ("request", "VARCHAR", 'request line as logged, \\" and \\\\ decoded'),
     ("method", "VARCHAR", "NULL when the request line is not METHOD URI PROTOCOL"),
     ("path", "VARCHAR", "URI path, without the query string"),
     ("query", "VARCHAR", "query string without the leading '?'"),

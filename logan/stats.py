@@ -53,8 +53,21 @@ STAT_COLUMNS = [
     "requests", "total_us", "share", "avg_us", "stddev_us", "min_us",
     "p50_us", "p90_us", "p95_us", "p99_us", "max_us",
 ]  # fmt: skip
-_INTEGER_COLUMNS = ("requests", "total_us", "min_us", "max_us", "bytes", "rank", "lo_us", "hi_us",
-                    "saved_us", "urls", "clients", "size_values", "cache_known")
+_INTEGER_COLUMNS = (
+    "requests",
+    "total_us",
+    "min_us",
+    "max_us",
+    "bytes",
+    "rank",
+    "lo_us",
+    "hi_us",
+    "saved_us",
+    "urls",
+    "clients",
+    "size_values",
+    "cache_known",
+)
 _INTEGER_SUFFIXES = ("_requests", "_total_us", "_min_us", "_max_us")
 
 
@@ -116,7 +129,6 @@ def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-
 # --- Filters ------------------------------------------------------------------------------
 _UNITS_US = {"us": 1, "µs": 1, "ms": 1_000, "s": 1_000_000, "m": 60_000_000, "min": 60_000_000,
              "h": 3_600_000_000, "d": 86_400_000_000, "w": 604_800_000_000}  # fmt: skip
@@ -158,9 +170,7 @@ def parse_time(text: str | datetime, now: datetime | None = None) -> datetime:
                 try:
                     when = datetime.strptime(text, "%d/%b/%Y:%H:%M:%S %z")
                 except ValueError:
-                    raise LoganError(
-                        f"not a time: {text!r} (use 24h, 2013-11-05T19:52:21, ...)"
-                    ) from None
+                    raise LoganError(f"not a time: {text!r} (use 24h, 2013-11-05T19:52:21, ...)") from None
     if when.tzinfo is not None:
         when = when.astimezone(UTC).replace(tzinfo=None)
     return when
@@ -238,10 +248,7 @@ def run_view(
     """Run a view's SQL over `requests` narrowed by `where` (a CTE named requests shadows
     the table, so the view text stays as written)."""
     if where:
-        sql = (
-            f"WITH requests AS (SELECT * FROM main.requests WHERE {where})\n"
-            f"SELECT * FROM (\n{sql}\n) AS v"
-        )
+        sql = f"WITH requests AS (SELECT * FROM main.requests WHERE {where})\nSELECT * FROM (\n{sql}\n) AS v"
     return _tidy(con.execute(sql, list(params)).df())
 
 
@@ -297,8 +304,10 @@ def stats(
         key = "requests"  # no timing field in this log
     # ties broken by the groups themselves, so the order never depends on the engine
     table = table.sort_values(
-        [key, "requests", *dims], ascending=[False, False, *[True] * len(dims)],
-        na_position="last", kind="stable",
+        [key, "requests", *dims],
+        ascending=[False, False, *[True] * len(dims)],
+        na_position="last",
+        kind="stable",
     )
     if top:
         table = table.head(top)
@@ -345,8 +354,10 @@ def named_view(
         # the groups that hurt most first; ties by size, then by the groups themselves
         dims = dimension_columns(by)
         df = df.sort_values(
-            ["apdex", "timed_requests", *dims], ascending=[True, False, *[True] * len(dims)],
-            na_position="last", kind="stable",
+            ["apdex", "timed_requests", *dims],
+            ascending=[True, False, *[True] * len(dims)],
+            na_position="last",
+            kind="stable",
         )
     if top and name not in _WHOLE_VIEWS:
         df = df.head(top)
@@ -385,8 +396,7 @@ def headline(
     if s["first_ts"] is not None:
         span = (s["last_ts"] - s["first_ts"]).total_seconds() * 1e6
         parts.append(
-            f"{s['first_ts']:%Y-%m-%d %H:%M} to {s['last_ts']:%Y-%m-%d %H:%M} UTC"
-            f" ({format_us(span)})"
+            f"{s['first_ts']:%Y-%m-%d %H:%M} to {s['last_ts']:%Y-%m-%d %H:%M} UTC ({format_us(span)})"
         )
     parts.append(f"{format_count(s['requests'])} requests")
     if s["total_us"] is None:

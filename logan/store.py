@@ -38,7 +38,9 @@ class Store:
             self.con.execute(schema.create_table_sql(name))
         always = ", ".join(f"{c} {schema.REQUEST_TYPES[c]}" for c in schema.ALWAYS_STORED)
         self.con.execute(f"CREATE TABLE IF NOT EXISTS {schema.REQUESTS_TABLE} ({always})")
-        if "requests" not in {r[0] for r in self.con.execute("SELECT view_name FROM duckdb_views()").fetchall()}:
+        if "requests" not in {
+            r[0] for r in self.con.execute("SELECT view_name FROM duckdb_views()").fetchall()
+        }:
             _refresh_view(self.con)
         self.con.execute(
             "INSERT INTO logan_meta VALUES ('schema_version', ?) ON CONFLICT DO NOTHING",

@@ -86,7 +86,7 @@ def tokenize_nginx(fmt: str) -> list[Token]:
     for m in _NGINX.finditer(fmt):
         name = m.group("braced") or m.group("name")
         if name is None:
-            raise FormatError(f"a '$' without a variable name at {fmt[m.start():][:12]!r} in {fmt!r}")
+            raise FormatError(f"a '$' without a variable name at {fmt[m.start() :][:12]!r} in {fmt!r}")
         if m.start() > pos:
             _literal(tokens, fmt[pos : m.start()])
         tokens.append(Directive(key=name.lower(), arg=None, text=m.group(0)))
@@ -121,7 +121,7 @@ def tokenize_varnish(fmt: str) -> list[Token]:
         pos = m.end()
     rest = fmt[pos:]
     if "%" in rest:
-        raise FormatError(f"cannot read the directive at {rest[rest.index('%'):][:12]!r} in format {fmt!r}")
+        raise FormatError(f"cannot read the directive at {rest[rest.index('%') :][:12]!r} in format {fmt!r}")
     if rest:
         _literal(tokens, rest)
     return tokens
@@ -185,7 +185,7 @@ def tokenize_haproxy(fmt: str) -> list[Token]:
             _literal(tokens, '"')
     rest = fmt[pos:]
     if "%" in rest:
-        raise FormatError(f"cannot read the variable at {rest[rest.index('%'):][:12]!r} in format {fmt!r}")
+        raise FormatError(f"cannot read the variable at {rest[rest.index('%') :][:12]!r} in format {fmt!r}")
     if rest:
         _literal(tokens, rest)
     if tokens and isinstance(tokens[0], str):  # "%{+Q}o %ci": nothing written before the space
