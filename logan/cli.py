@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from logan.errors import LoganError
-from logan.ingest import IngestSummary, ingest
+from logan.ingest import IngestSummary, ingest, merge_summaries
 from logan.store import open_store
 
 app = typer.Typer(
@@ -60,6 +60,16 @@ def run_ingest(paths: list[str], **kwargs: object) -> IngestSummary:
         return ingest(paths, progress=update, **kwargs)  # type: ignore[arg-type]
 
 
+def _source_job(spec: str) -> tuple[list[str], str, str]:
+    """LABEL=FORMAT:PATH -> ([PATH], FORMAT, LABEL); FORMAT may itself hold a colon
+    (nginx:timed), the path is after the last one."""
+    label, eq, rest = spec.partition("=")
+    fmt, colon, path = rest.rpartition(":")
+    if not (eq and colon and label and fmt and path):
+        raise LoganError(f"--source {spec!r}: write LABEL=FORMAT:PATH, e.g. web=nginx:timed:/var/log/x.log")
+    return [path], fmt, label
+
+
 def format_from_options(
     format: str, dialect: str | None, nginx_conf: Path | None, log_format_name: str | None
 ) -> tuple[str, str | None]:
@@ -102,8 +112,12 @@ def print_summary(s: IngestSummary) -> None:
 
 @app.command("ingest")
 def ingest_command(
-    files: Annotated[list[str], typer.Argument(help="log files, globs, .gz, or - for stdin")],
+    files: Annotated[list[str] | None, typer.Argument(help="log files, globs, .gz, or - for stdin")] = None,
     db: DbOpt = None,
+    source: Annotated[
+        list[str] | None,
+        typer.Option(help="LABEL=FORMAT:PATH, one per server of a stack (repeatable): web=nginx:timed:/x.log"),
+    ] = None,
     format: Annotated[
         str,
         typer.Option(
@@ -128,12 +142,15 @@ def ingest_command(
 ) -> None:
     """Read access logs into a DuckDB store: every line becomes a request or a reject."""
     format, dialect = format_from_options(format, dialect, nginx_conf, log_format_name)
+    jobs = [(files, format, label)] if files else []
+    jobs += [_source_job(spec) for spec in source or ()]
+    if not jobs:
+        raise LoganError("no input: give log files, or --source LABEL=FORMAT:PATH")
     store = open_store(db)
-    s = run_ingest(
-        files, store=store, format=format, dialect=dialect, tz=tz, profile=profile, label=label,
-        rules=rules, trusted_proxies=tuple(trusted_proxy or ()),
-    )  # fmt: skip
-    print_summary(s)
+    common = {"store": store, "dialect": dialect, "tz": tz, "profile": profile, "rules": rules,
+              "trusted_proxies": tuple(trusted_proxy or ())}  # fmt: skip
+    summaries = [run_ingest(paths, format=fmt, label=lab, **common) for paths, fmt, lab in jobs]
+    print_summary(merge_summaries(summaries))
     if db is None:
         err.print("(in-memory store: nothing was kept; give --db FILE to keep the table)")
     store.close()

@@ -74,6 +74,22 @@ class IngestSummary:
         return self.total("nbytes") / 1e6 / self.seconds if self.seconds else 0.0
 
 
+def merge_summaries(summaries: Sequence[IngestSummary]) -> IngestSummary:
+    """One summary for several ingests into one store (a stack's servers)."""
+    out = IngestSummary(tz=summaries[0].tz)
+    for s in summaries:
+        out.sources += s.sources
+        for k, v in s.rejects_by_reason.items():
+            out.rejects_by_reason[k] = out.rejects_by_reason.get(k, 0) + v
+        out.seconds += s.seconds
+        out.tz_assumed |= s.tz_assumed
+        out.profile = out.profile or s.profile
+        lo, hi = s.ts_min, s.ts_max
+        out.ts_min = lo if out.ts_min is None or (lo is not None and lo < out.ts_min) else out.ts_min
+        out.ts_max = hi if out.ts_max is None or (hi is not None and hi > out.ts_max) else out.ts_max
+    return out
+
+
 ProgressFn = Callable[[str, int, int | None], None]  # (source, bytes done, total or None)
 
 

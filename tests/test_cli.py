@@ -234,3 +234,26 @@ def test_hostile_number_is_not_a_traceback(tmp_path):
     assert "Traceback" not in r.stderr.decode()
     assert r.returncode == 0
     assert re.search(r"rejects\s+1\b", r.stderr.decode())
+
+
+def test_source_options_put_a_stack_in_one_store(tmp_path):
+    """--source LABEL=FORMAT:PATH: one call, several servers, each row labelled."""
+    apache = tmp_path / "apache.log"
+    apache.write_text("".join(gen_line(i) + "\n" for i in range(1, 11)))
+    nginx = tmp_path / "nginx.log"
+    nginx.write_text(
+        '10.0.0.1 - - [10/Oct/2000:13:55:36 -0700] "GET /a HTTP/1.1" 200 5 "-" "ua" 0.250 0.200 MISS\n'
+        '10.0.0.2 - - [10/Oct/2000:13:55:37 -0700] "GET /b HTTP/1.1" 200 5 "-" "ua" 0.010 - HIT\n'
+    )
+    db = tmp_path / "stack.duckdb"
+    ok(logan("ingest", "--db", str(db), "--source", f"app=combined_D:{apache}",
+             "--source", f"front=nginx:timed:{nginx}"))  # fmt: skip
+    out = ok(logan("sql", "--db", str(db), "-o", "json",
+                   "SELECT source, dialect, count(*) AS n, sum(duration_us) AS d, sum(upstream_us) AS u "
+                   "FROM requests GROUP BY ALL ORDER BY source"))  # fmt: skip
+    want_d = sum(1000 * i + 3 for i in range(1, 11) if i % 10)
+    assert json.loads(out) == [
+        {"source": "app", "dialect": "apache", "n": 10, "d": want_d, "u": None},
+        {"source": "front", "dialect": "nginx", "n": 2, "d": 260_000, "u": 200_000},
+    ]
+    refused(logan("ingest", "--db", str(db), "--source", "no-equals-sign"), "LABEL=FORMAT:PATH")
