@@ -116,7 +116,7 @@ def ingest_command(
     db: DbOpt = None,
     source: Annotated[
         list[str] | None,
-        typer.Option(help="LABEL=FORMAT:PATH, one per server of a stack (repeatable): web=nginx:timed:/x.log"),
+        typer.Option(help="LABEL=FORMAT:PATH, a server of a stack (repeatable): web=nginx:timed:/x.log"),
     ] = None,
     format: Annotated[
         str,
