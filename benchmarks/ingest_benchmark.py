@@ -48,6 +48,15 @@ print(n, total)
 """
 
 
+DUCKDB_FLOOR = """
+import sys, duckdb
+con = duckdb.connect(sys.argv[2])
+con.execute("SET preserve_insertion_order = false")
+con.execute("CREATE OR REPLACE TABLE raw AS SELECT line FROM read_csv(?, columns={'line': 'VARCHAR'}, "
+            "delim='\\0', quote='', escape='', header=false, auto_detect=false)", [sys.argv[1]])
+"""
+
+
 def log_file(dialect: str, gb: float) -> Path:
     """The generated log of about `gb` GB in the dialect's layout (made once, then reused)."""
     DATA.mkdir(parents=True, exist_ok=True)
@@ -92,6 +101,8 @@ def tools(dialect: str, log: Path, workdir: Path, stats: bool) -> dict[str, list
         }  # fmt: skip
     if dialect == "apache":
         found["python-re"] = [sys.executable, "-c", PY_LOOP, str(log)]
+        # The floor: DuckDB itself writing the raw lines, unparsed, into a file.
+        found["duckdb raw lines"] = [sys.executable, "-c", DUCKDB_FLOOR, str(log), str(workdir / "raw.db")]
         if shutil.which("goaccess"):
             found["goaccess"] = ["goaccess", str(log), "--log-format", GOACCESS_FORMAT, "--date-format",
                                  "%d/%b/%Y", "--time-format", "%T", "-o", str(workdir / "goaccess.json"),
@@ -111,7 +122,7 @@ def main() -> None:
     ap.add_argument("--gb", type=float, default=1.0)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--dialect", nargs="+", default=["apache"], choices=sorted(FORMATTERS))
-    ap.add_argument("--only", nargs="*", help="tool names to run (logan, goaccess, python-re, halog)")
+    ap.add_argument("--only", nargs="*", help="tool names to run (logan, goaccess, python-re, duckdb, halog)")
     ap.add_argument("--stats", action="store_true", help="time `logan stats FILE` instead of ingest")
     a = ap.parse_args()
     logs = {d: log_file(d, a.gb) for d in a.dialect}
@@ -127,7 +138,8 @@ def main() -> None:
         rss: dict[str, int] = dict.fromkeys(cmds, 0)
         for _ in range(a.runs):
             for name, (cmd, _log) in cmds.items():
-                (Path(tmp) / "bench.duckdb").unlink(missing_ok=True)
+                for db in ("bench.duckdb", "raw.db"):
+                    (Path(tmp) / db).unlink(missing_ok=True)
                 w, r = run(cmd)
                 walls[name].append(w)
                 rss[name] = max(rss[name], r)
