@@ -55,6 +55,10 @@ def matches_sql(cf: CompiledFormat, line: str = "line") -> str:
     return f"regexp_matches({_message_sql(cf, line)}, {sql_str(any_kind)})"
 
 
+# How far (in lines) an event looks for the request whose year it takes.
+NEAR_LINES = 10_000
+
+
 def insert_events(con: Any, cf: CompiledFormat, rel: str, params: dict[str, str], tz: str = "UTC") -> int:
     """Insert the lines of `rel` (line_no, line) that are events into `events`; return how
     many. `params` needs "source"; the lines of `rel` that are not events are left alone."""
@@ -82,13 +86,27 @@ def insert_events(con: Any, cf: CompiledFormat, rel: str, params: dict[str, str]
         + " END"
     )
     msgs = f"SELECT line_no, line, {_message_sql(cf)} AS msg FROM {rel} WHERE {matches_sql(cf)}"
-    found = f"SELECT line_no, line, msg, {kind_sql} AS kind, {server_sql} AS server FROM ({msgs})"
+    con.execute(f"CREATE OR REPLACE TEMP TABLE __events AS {msgs}")
+    lo, hi, n = con.execute("SELECT min(line_no), max(line_no), count(*) FROM __events").fetchall()[0]
+    if not n:
+        return 0
+    found = f"SELECT line_no, line, msg, {kind_sql} AS kind, {server_sql} AS server FROM __events"
     timed = _with_time(cf, found, tz)
-    n = con.execute(
-        "INSERT INTO events (ts, source, line_no, kind, server, text) "
-        f"SELECT ts, $source, line_no, kind, server, msg FROM ({timed})",
-        {"source": params["source"]},
-    ).fetchall()[0][0]
+    params = {"source": params["source"]}
+    if "$lo" in timed:
+        params |= {"lo": lo - NEAR_LINES, "hi": hi + NEAR_LINES}
+    # The ingest turns filter pushdown off for its parsing; the nearest-request lookup
+    # needs it, or every batch scans every request of the source stored so far.
+    con.execute("SET disabled_optimizers = ''")
+    try:
+        n = con.execute(
+            "INSERT INTO events (ts, source, line_no, kind, server, text) "
+            f"SELECT ts, $source, line_no, kind, server, msg FROM ({timed})",
+            params,
+        ).fetchall()[0][0]
+    finally:
+        con.execute("SET disabled_optimizers = 'filter_pushdown'")
+        con.execute("DROP TABLE __events")
     return int(n)
 
 
@@ -114,10 +132,11 @@ def _with_time(cf: CompiledFormat, found: str, tz: str) -> str:
     ts = f"coalesce({', '.join(candidates)})" if candidates else "CAST(NULL AS TIMESTAMP)"
     if not needs_year:
         return f"SELECT *, {ts} AS ts FROM ({found})"
-    # The nearest request of this source before the event, else after it: its year.
+    # The nearest request of this source before the event, else after it (within
+    # NEAR_LINES lines): its year.
     near = (
         "(SELECT line_no AS r_line, ts_start AS r_ts FROM requests "
-        "WHERE source = $source AND ts_start IS NOT NULL)"
+        "WHERE source = $source AND ts_start IS NOT NULL AND line_no BETWEEN $lo AND $hi)"
     )
     return (
         f"SELECT *, {ts} AS ts FROM (SELECT e.*, coalesce(b.r_ts, a.r_ts) AS __ref, "

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from logan import detect, events, rows
+from logan import detect, events, rows, schema
 from logan.compile import CompiledFormat, compile_format
 from logan.dialects import resolve_format
 from logan.errors import LoganError
@@ -180,6 +180,7 @@ def _ingest_source(
     started_at = datetime.now(UTC).replace(tzinfo=None)
     t0 = time.perf_counter()
     first_line = 1
+    ingest_id = st.con.execute("SELECT coalesce(max(ingest_id), 0) + 1 FROM ingests").fetchall()[0][0]
     for batch in read_batches(src, block_size):
         if cf is None:
             cf, detected = _choose_format(st, fmt, dialect, batch)
@@ -192,7 +193,7 @@ def _ingest_source(
             first_line = batch.first_line
         assert out is not None
         reasons: Counter = Counter()
-        _ingest_batch(st, cf, batch, tz, classification, src.label, out, reasons)
+        _ingest_batch(st, cf, batch, tz, classification, src.label, ingest_id, out, reasons)
         for k, v in reasons.items():
             summary.rejects_by_reason[k] = summary.rejects_by_reason.get(k, 0) + v
         if progress:
@@ -200,9 +201,9 @@ def _ingest_source(
     if out is None:  # an empty input
         out = SourceSummary(src.label, fmt)
     st.con.execute(
-        "INSERT INTO ingests SELECT coalesce(max(ingest_id), 0) + 1, "
-        "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM ingests",
+        "INSERT INTO ingests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
+            ingest_id,
             src.label,
             cf.dialect.name if cf else dialect,
             out.format,
@@ -261,13 +262,14 @@ def _ingest_batch(
     tz: str,
     classification: rows.Classifier,
     label: str,
+    ingest_id: int,
     out: SourceSummary,
     summary_reasons: Counter,
 ) -> None:
     con = st.con
     table = pa.Table.from_batches(batch.table.to_batches(max_chunksize=_SCAN_ROWS))
     con.register("__batch", table)
-    params = {"source": label, "dialect": cf.dialect.name, "format": cf.label}
+    params = {"ingest_id": ingest_id, "source": label, "dialect": cf.dialect.name, "format": cf.label}
     fast = cf.fast_raw_sql("__batch")
     con.execute("BEGIN")
     try:
@@ -276,9 +278,7 @@ def _ingest_batch(
             n_fast = con.execute(rows.insert_sql(cf, fast, tz, classification), params).fetchall()[0][0]
         n_slow = n_rej = n_events = 0
         if n_fast < batch.lines:
-            n_slow, n_events, reasons = _exact_path(
-                con, cf, fast, tz, classification, params, label, n_fast, batch.lines
-            )
+            n_slow, n_events, reasons = _exact_path(con, cf, fast, tz, classification, params, n_fast, batch)
             n_rej = sum(reasons.values())
             summary_reasons.update(reasons)
         if n_fast + n_slow + n_rej + n_events != batch.lines:
@@ -300,27 +300,32 @@ def _ingest_batch(
     out.invalid_utf8 += batch.invalid_utf8
 
 
-def _left_by_split(con, cf, fast: str, tz: str, n_fast: int, n_lines: int) -> str:  # noqa: ANN001
-    """The lines the split path did not insert. Usually they are the lines it could not
-    split (escapes, odd spacing): finding those costs one split, not a second parse. Only
-    when some split lines failed a type check (a status of "2OO") must the typed
-    projection run again to tell which."""
-    by_shape = f"SELECT line_no, line FROM __batch WHERE line_no NOT IN (SELECT line_no FROM ({fast}))"
-    n_left = con.execute(f"CREATE OR REPLACE TEMP TABLE __left_lines AS {by_shape}").fetchall()[0][0]
-    if n_fast + n_left != n_lines:
-        taken = f"SELECT line_no FROM ({rows.typed_sql(cf, fast, tz, with_reason=False)}) WHERE __ok"
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE __left_lines AS "
-            f"SELECT line_no, line FROM __batch WHERE line_no NOT IN ({taken})"
-        )
+def _left_over(con, params: dict, n_fast: int, batch: Batch) -> str:  # noqa: ANN001
+    """The lines of the batch the split path did not insert: the batch's lines without a
+    row of this ingest. Rows are found by line number within the batch's range, where the
+    table's zone maps skip everything else (filter pushdown on for this one statement)."""
+    lo, hi = batch.first_line, batch.first_line + batch.lines - 1
+    con.execute("SET disabled_optimizers = ''")
+    try:
+        n_left = con.execute(
+            "CREATE OR REPLACE TEMP TABLE __left_lines AS SELECT line_no, line FROM __batch "
+            f"WHERE line_no NOT IN (SELECT line_no FROM {schema.REQUESTS_TABLE} "
+            "WHERE ingest_id = $ingest_id AND line_no BETWEEN $lo AND $hi)",
+            {"ingest_id": params["ingest_id"], "lo": lo, "hi": hi},
+        ).fetchall()[0][0]
+    finally:
+        con.execute("SET disabled_optimizers = 'filter_pushdown'")
+    if n_fast + n_left != batch.lines:
+        raise RuntimeError(f"{params['source']}: lines {lo}-{hi}: {n_fast} rows, {n_left} left")
     return "__left_lines"
 
 
-def _exact_path(con, cf, fast, tz, classification, params, label, n_fast, n_lines):  # noqa: ANN001, ANN201
+def _exact_path(con, cf, fast, tz, classification, params, n_fast, batch):  # noqa: ANN001, ANN201
     """Lines the split path did not take: read them with the format's regex, insert what
     reads, keep the dialect's non-request messages as events, reject the rest with a
     reason. Returns (rows, events, rejects by reason)."""
-    left = "__batch" if fast is None else _left_by_split(con, cf, fast, tz, n_fast, n_lines)
+    label = params["source"]
+    left = "__batch" if fast is None else _left_over(con, params, n_fast, batch)
     typed = rows.typed_sql(cf, cf.exact_raw_sql(left), tz, with_reason=True)
     con.execute(f"CREATE OR REPLACE TEMP TABLE __left AS {typed}")
     n_rows = con.execute(rows.insert_from_typed_sql(cf, "__left", classification), params).fetchall()[0][0]

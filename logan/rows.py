@@ -12,7 +12,7 @@ from logan import schema
 from logan.compile import CompiledFormat
 
 CLASS_COLUMNS = ["environment", "indirector", "resource", "route", "requester", "requester_group"]
-PARAMS = {"source": "$source", "dialect": "$dialect", "format": "$format"}
+PARAMS = {"ingest_id": "$ingest_id", "source": "$source", "dialect": "$dialect", "format": "$format"}
 
 
 def typed_sql(cf: CompiledFormat, raw_sql: str, tz: str, with_reason: bool) -> str:
@@ -90,7 +90,8 @@ def _derived_columns(cf: CompiledFormat) -> dict[str, str]:
 def stored_columns(cf: CompiledFormat, classified: bool) -> list[str]:
     """The columns a batch of this format writes to the stored table."""
     out = _derived_columns(cf)
-    return [c for c in schema.REQUEST_COLUMNS if c in out or (classified and c in CLASS_COLUMNS)]
+    canonical = [c for c in schema.REQUEST_COLUMNS if c in out or (classified and c in CLASS_COLUMNS)]
+    return ["ingest_id", *canonical]
 
 
 def derived_sql(cf: CompiledFormat, typed: str) -> str:
@@ -98,7 +99,8 @@ def derived_sql(cf: CompiledFormat, typed: str) -> str:
     classifier reads any of them; the insert keeps only the stored ones)."""
     out = _derived_columns(cf)
     have = set(cf.typed("UTC")[0])
-    cols = [f"{out.get(c, 'NULL')} AS {c}" for c in schema.REQUEST_COLUMNS if c not in CLASS_COLUMNS]
+    cols = [f"{PARAMS['ingest_id']} AS ingest_id"]
+    cols += [f"{out.get(c, 'NULL')} AS {c}" for c in schema.REQUEST_COLUMNS if c not in CLASS_COLUMNS]
     split = ", string_split(request, ' ') AS __rq" if "request" in have else ""
     rel = f"SELECT *{split} FROM ({typed}) WHERE __ok"
     if "request" in have:

@@ -7,14 +7,16 @@ NULL, never 0.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # `requests` is a view over the table `requests_data`, which holds only the columns some
 # ingested format fills (and provenance): a column no log carried is not stored at all, and
 # the view shows it as NULL. DuckDB spends as much writing an all-NULL column as a full one:
 # an Apache store written with all 50 columns ingested 1.7x slower.
 REQUESTS_TABLE = "requests_data"
-ALWAYS_STORED = ["source", "line_no", "dialect", "format"]
+ALWAYS_STORED = ["ingest_id", "source", "line_no", "dialect", "format"]
+# Stored but not part of the canonical view: which ingest (table `ingests`) wrote the row.
+STORED_ONLY = {"ingest_id": "BIGINT"}
 
 # (column, DuckDB type, meaning). Order is the table's column order.
 REQUESTS: list[tuple[str, str, str]] = [

@@ -36,7 +36,8 @@ class Store:
         self.con.execute("CREATE TABLE IF NOT EXISTS logan_meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
         for name in schema.PLAIN_TABLES:
             self.con.execute(schema.create_table_sql(name))
-        always = ", ".join(f"{c} {schema.REQUEST_TYPES[c]}" for c in schema.ALWAYS_STORED)
+        types = {**schema.REQUEST_TYPES, **schema.STORED_ONLY}
+        always = ", ".join(f"{c} {types[c]}" for c in schema.ALWAYS_STORED)
         self.con.execute(f"CREATE TABLE IF NOT EXISTS {schema.REQUESTS_TABLE} ({always})")
         if "requests" not in {
             r[0] for r in self.con.execute("SELECT view_name FROM duckdb_views()").fetchall()
