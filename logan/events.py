@@ -138,11 +138,18 @@ def _with_time(cf: CompiledFormat, found: str, tz: str) -> str:
         "(SELECT line_no AS r_line, ts_start AS r_ts FROM requests "
         "WHERE source = $source AND ts_start IS NOT NULL AND line_no BETWEEN $lo AND $hi)"
     )
+    # One ordered pass over events and requests together (an ASOF join became a nested
+    # loop here: events x requests rows).
+    before = "last_value(r_ts IGNORE NULLS) OVER (ORDER BY line_no ROWS UNBOUNDED PRECEDING)"
+    after = "first_value(r_ts IGNORE NULLS) OVER (ORDER BY line_no ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING)"
+    both = (
+        f"SELECT *, true AS __ev, CAST(NULL AS TIMESTAMP) AS r_ts FROM ({found}) "
+        f"UNION ALL BY NAME SELECT r_line AS line_no, r_ts, false AS __ev FROM {near}"
+    )
+    refs = f"SELECT *, coalesce({before}, {after}) AS __ref FROM ({both})"
     return (
-        f"SELECT *, {ts} AS ts FROM (SELECT e.*, coalesce(b.r_ts, a.r_ts) AS __ref, "
-        "coalesce(b.r_ts, a.r_ts) IS NOT NULL AS __ref_is_request "
-        f"FROM ({found}) e ASOF LEFT JOIN {near} b ON e.line_no >= b.r_line "
-        f"ASOF LEFT JOIN {near} a ON e.line_no <= a.r_line)"
+        f"SELECT *, {ts} AS ts FROM (SELECT * EXCLUDE (__ev, r_ts), __ref IS NOT NULL AS __ref_is_request "
+        f"FROM ({refs}) WHERE __ev)"
     )
 
 
