@@ -141,7 +141,10 @@ def _with_time(cf: CompiledFormat, found: str, tz: str) -> str:
     # One ordered pass over events and requests together (an ASOF join became a nested
     # loop here: events x requests rows).
     before = "last_value(r_ts IGNORE NULLS) OVER (ORDER BY line_no ROWS UNBOUNDED PRECEDING)"
-    after = "first_value(r_ts IGNORE NULLS) OVER (ORDER BY line_no ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING)"
+    after = (
+        "first_value(r_ts IGNORE NULLS) "
+        "OVER (ORDER BY line_no ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING)"
+    )
     both = (
         f"SELECT *, true AS __ev, CAST(NULL AS TIMESTAMP) AS r_ts FROM ({found}) "
         f"UNION ALL BY NAME SELECT r_line AS line_no, r_ts, false AS __ev FROM {near}"
