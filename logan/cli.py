@@ -13,6 +13,17 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, Trans
 from rich.table import Table
 from rich.text import Text
 
+from logan.cli_options import (
+    DialectOpt,
+    FormatOpt,
+    LogFormatNameOpt,
+    NginxConfOpt,
+    ProfileOpt,
+    RulesOpt,
+    TrustedProxyOpt,
+    TzOpt,
+    format_from_options,
+)
 from logan.errors import LoganError
 from logan.ingest import IngestSummary, ingest, merge_summaries
 from logan.store import open_store
@@ -70,19 +81,6 @@ def _source_job(spec: str) -> tuple[list[str], str, str]:
     return [path], fmt, label
 
 
-def format_from_options(
-    format: str, dialect: str | None, nginx_conf: Path | None, log_format_name: str | None
-) -> tuple[str, str | None]:
-    """--nginx-conf/--log-format-name name a format as the server's config writes it."""
-    if nginx_conf is None:
-        if log_format_name:
-            raise LoganError("--log-format-name needs --nginx-conf")
-        return format, dialect
-    from logan.nginx_conf import format_from_nginx_conf
-
-    return format_from_nginx_conf(nginx_conf, log_format_name or "combined"), "nginx"
-
-
 def print_summary(s: IngestSummary) -> None:
     """The closing summary of an ingest, on stderr (stdout stays for answers)."""
     for src in s.sources:
@@ -118,27 +116,15 @@ def ingest_command(
         list[str] | None,
         typer.Option(help="LABEL=FORMAT:PATH, a server of a stack (repeatable): web=nginx:timed:/x.log"),
     ] = None,
-    format: Annotated[
-        str,
-        typer.Option(
-            "--format",
-            "-f",
-            help="preset (combined_D, apache:combined) or the format string from the server's config;"
-            " auto detects",
-        ),
-    ] = "auto",
-    dialect: Annotated[str | None, typer.Option(help="apache | nginx | varnish | haproxy")] = None,
-    tz: Annotated[str, typer.Option(help="time zone of timestamps that carry no offset")] = "UTC",
-    profile: Annotated[str, typer.Option(help="classification: auto | puppet | generic | none")] = "auto",
-    rules: Annotated[Path | None, typer.Option(help="classification rules (TOML)")] = None,
-    trusted_proxy: Annotated[
-        list[str] | None, typer.Option(help="CIDR of a proxy whose X-Forwarded-For counts (repeatable)")
-    ] = None,
+    format: FormatOpt = "auto",
+    dialect: DialectOpt = None,
+    tz: TzOpt = "UTC",
+    profile: ProfileOpt = "auto",
+    rules: RulesOpt = None,
+    trusted_proxy: TrustedProxyOpt = None,
     label: Annotated[str | None, typer.Option(help="source name for stdin or a single file")] = None,
-    nginx_conf: Annotated[Path | None, typer.Option(help="read the format from this nginx.conf")] = None,
-    log_format_name: Annotated[
-        str | None, typer.Option(help="the log_format name in --nginx-conf (default: combined)")
-    ] = None,
+    nginx_conf: NginxConfOpt = None,
+    log_format_name: LogFormatNameOpt = None,
 ) -> None:
     """Read access logs into a DuckDB store: every line becomes a request or a reject."""
     format, dialect = format_from_options(format, dialect, nginx_conf, log_format_name)

@@ -22,6 +22,17 @@ from rich.text import Text
 
 from logan import stats as st
 from logan.classify import collapse_routes
+from logan.cli_options import (
+    DialectOpt,
+    FormatOpt,
+    LogFormatNameOpt,
+    NginxConfOpt,
+    ProfileOpt,
+    RulesOpt,
+    TrustedProxyOpt,
+    TzOpt,
+    format_from_options,
+)
 from logan.errors import LoganError
 from logan.ingest import ingest
 from logan.store import open_store
@@ -58,17 +69,14 @@ def stats_command(
     ] = None,
     output: Annotated[str, typer.Option("--output", "-o", help=" | ".join(OUTPUTS))] = "table",
     out: Annotated[Path | None, typer.Option("--out", help="file for --output parquet")] = None,
-    format: Annotated[
-        str, typer.Option("--format", "-f", help="log format preset or string (FILES); auto")
-    ] = "auto",
-    dialect: Annotated[str | None, typer.Option(help="apache | nginx | varnish | haproxy")] = None,
-    tz: Annotated[str, typer.Option(help="time zone of timestamps without offset")] = "UTC",
-    profile: Annotated[str, typer.Option(help="auto | puppet | generic")] = "auto",
-    rules: Annotated[Path | None, typer.Option(help="classification rules (TOML)")] = None,
-    trusted_proxy: Annotated[
-        list[str] | None,
-        typer.Option("--trusted-proxy", help="CIDR of a proxy whose X-Forwarded-For counts"),
-    ] = None,
+    format: FormatOpt = "auto",
+    dialect: DialectOpt = None,
+    tz: TzOpt = "UTC",
+    profile: ProfileOpt = "auto",
+    rules: RulesOpt = None,
+    trusted_proxy: TrustedProxyOpt = None,
+    nginx_conf: NginxConfOpt = None,
+    log_format_name: LogFormatNameOpt = None,
 ) -> None:
     """Where the time goes: requests, total time, share and percentiles per group.
 
@@ -76,6 +84,7 @@ def stats_command(
     --view shows one view instead: percentiles (ab), histogram (hey), slowest requests,
     pareto and apdex (needs --slo) per --by, cache (the GET/HEAD endpoints worth caching).
     """
+    format, dialect = format_from_options(format, dialect, nginx_conf, log_format_name)
     if output not in OUTPUTS:
         raise LoganError(f"unknown --output {output!r}; use one of {', '.join(OUTPUTS)}")
     if output == "parquet" and out is None:
