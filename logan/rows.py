@@ -11,6 +11,8 @@ from collections.abc import Callable
 from logan import schema
 from logan.compile import CompiledFormat
 
+# What classification may read of a row (logan.classify: paths, rules, requesters).
+CLASSIFIER_READS = ("path", "query", "vhost", "method", "request", "user_agent", "client", "forwarded_for")
 CLASS_COLUMNS = ["environment", "indirector", "resource", "route", "requester", "requester_group"]
 PARAMS = {"ingest_id": "$ingest_id", "source": "$source", "dialect": "$dialect", "format": "$format"}
 
@@ -99,8 +101,15 @@ def derived_sql(cf: CompiledFormat, typed: str) -> str:
     classifier reads any of them; the insert keeps only the stored ones)."""
     out = _derived_columns(cf)
     have = set(cf.typed("UTC")[0])
+    # The filled columns, and NULL for those the classifier reads that the format lacks
+    # (carrying 40 NULL columns through the classifier's materialized batch costs memory).
+    wanted = set(out) | set(CLASSIFIER_READS)
     cols = [f"{PARAMS['ingest_id']} AS ingest_id"]
-    cols += [f"{out.get(c, 'NULL')} AS {c}" for c in schema.REQUEST_COLUMNS if c not in CLASS_COLUMNS]
+    cols += [
+        f"{out.get(c, f'CAST(NULL AS {schema.REQUEST_TYPES[c]})')} AS {c}"
+        for c in schema.REQUEST_COLUMNS
+        if c not in CLASS_COLUMNS and c in wanted
+    ]
     split = ", string_split(request, ' ') AS __rq" if "request" in have else ""
     rel = f"SELECT *{split} FROM ({typed}) WHERE __ok"
     if "request" in have:
