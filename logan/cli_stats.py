@@ -127,8 +127,9 @@ def stats_command(
         if view is None and output in ("table", "markdown"):
             # the table is the headline's ranking when it is sorted by total time
             ranked = table if sort == "total" else None
-            head = st.headline(store.con, by=by, table=ranked, **filters)
-            total = st.summary(store.con, **filters)["requests"]
+            totals = st.summary(store.con, **filters)
+            head = st.headline(store.con, by=by, table=ranked, totals=totals, **filters)
+            total = totals["requests"]
         else:
             head, total = "", 0
     finally:

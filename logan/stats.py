@@ -382,14 +382,15 @@ def headline(
     con: duckdb.DuckDBPyConnection,
     by: Sequence[str] | str = ("indirector",),
     table: pd.DataFrame | None = None,
+    totals: dict | None = None,
     **filters,
 ) -> str:
     """One paragraph: period, requests, server time, and the top consumer in words.
 
     'GET file_metadata: 45% of all server time, 7.1M requests, p99 22 ms'. Pass the
-    stats() table (sorted by total) to avoid computing it again.
+    stats() table (sorted by total) and the summary() to avoid computing them again.
     """
-    s = summary(con, **filters)
+    s = totals if totals is not None else summary(con, **filters)
     if not s["requests"]:
         return "No requests match."
     parts = []
