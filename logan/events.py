@@ -18,9 +18,10 @@ so rows + rejects + events = lines holds.
 Time of an event: HAProxy's own accept date in the message when it has one (connection
 errors: ms, a year), else the syslog prefix's timestamp. RFC 3164 ("Nov 22 12:47:07") has
 no year: it is the year that puts the event closest to the nearest request of the same
-source (the previous one in the file, else the next one), so a log from 2014 read today
-stays in 2014 and a file crossing New Year gets both years right. A file of events only
-takes the latest year that does not put the event more than a day into the future.
+source (the previous one in the file, else the next one, within NEAR_LINES lines), so a log
+from 2014 read today stays in 2014 and a file crossing New Year gets both years right. An
+event with no request that near (a file of events only) takes the latest year that does not
+put it more than a day into the future.
 """
 
 from __future__ import annotations
