@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from logan import events
 from logan.compile import CompiledFormat, Field, _regex, compile_format
 from logan.convert import sql_str
 from logan.dialects import dialects, get_dialect
@@ -32,9 +33,10 @@ def detect_format(st: Store, table: pa.Table, dialect: str | None = None) -> tup
             raise FormatError("cannot detect the format: the input has no non-empty lines")
         scored = []
         for cf in _candidates(dialect):
-            hits = st.con.execute(
-                f"SELECT count(*) FILTER (WHERE regexp_full_match(line, {sql_str(cf.regex)})) FROM {sample}"
-            ).fetchall()[0][0]
+            # a line a dialect keeps as an event (HAProxy's "Server ... is DOWN") is read
+            # too: a file of events only still has a format
+            ok = f"regexp_full_match(line, {sql_str(cf.regex)}) OR {events.matches_sql(cf)}"
+            hits = st.con.execute(f"SELECT count(*) FILTER (WHERE {ok}) FROM {sample}").fetchall()[0][0]
             scored.append((hits, len(cf.fields), cf))
         hits, _, best = max(scored, key=lambda s: (s[0], s[1]))
         if hits == 0:

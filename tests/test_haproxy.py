@@ -654,3 +654,16 @@ def _wait_for(port: int, timeout: float = 10.0) -> None:
                 return
         time.sleep(0.05)
     raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
+
+
+def test_auto_detects_a_file_of_events_only():
+    """A log holding only HAProxy's own messages still gets a format: its lines are events."""
+    path = CORPUS / "tricky_filebeat" / "haproxy_default.log"
+    if not path.exists():
+        pytest.skip(f"corpus file not found: {path}")
+    s = run_ingest([str(path)], profile="none")
+    src = s.sources[0]
+    assert src.format.startswith("haproxy:")
+    assert (src.lines, src.rows, src.rejects, src.events) == (1, 0, 0, 1)
+    kind, server = s.store.con.execute("SELECT kind, server FROM events").fetchall()[0]
+    assert (kind, server) == ("connect", "main")
