@@ -54,6 +54,7 @@ class IngestSummary:
     tz: str = "UTC"
     tz_assumed: bool = False  # some timestamps had no offset and were read in `tz`
     profile: str | None = None
+    store: Store | None = None  # where the rows went (the new one when none was given)
 
     def total(self, attr: str) -> int:
         return sum(getattr(s, attr) for s in self.sources)
@@ -160,7 +161,7 @@ def ingest(
         collapse_routes(st.con)
     summary.seconds = time.perf_counter() - started
     _finish_summary(st, summary)
-    summary.store = st  # type: ignore[attr-defined]
+    summary.store = st
     return summary
 
 
