@@ -13,17 +13,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, Trans
 from rich.table import Table
 from rich.text import Text
 
-from logan.cli_options import (
-    DialectOpt,
-    FormatOpt,
-    LogFormatNameOpt,
-    NginxConfOpt,
-    ProfileOpt,
-    RulesOpt,
-    TrustedProxyOpt,
-    TzOpt,
-    format_from_options,
-)
+from logan import cli_options as opt
 from logan.errors import LoganError
 from logan.ingest import IngestSummary, ingest, merge_summaries
 from logan.store import open_store
@@ -116,18 +106,18 @@ def ingest_command(
         list[str] | None,
         typer.Option(help="LABEL=FORMAT:PATH, a server of a stack (repeatable): web=nginx:timed:/x.log"),
     ] = None,
-    format: FormatOpt = "auto",
-    dialect: DialectOpt = None,
-    tz: TzOpt = "UTC",
-    profile: ProfileOpt = "auto",
-    rules: RulesOpt = None,
-    trusted_proxy: TrustedProxyOpt = None,
+    format: opt.FormatOpt = "auto",
+    dialect: opt.DialectOpt = None,
+    tz: opt.TzOpt = "UTC",
+    profile: opt.ProfileOpt = "auto",
+    rules: opt.RulesOpt = None,
+    trusted_proxy: opt.TrustedProxyOpt = None,
     label: Annotated[str | None, typer.Option(help="source name for stdin or a single file")] = None,
-    nginx_conf: NginxConfOpt = None,
-    log_format_name: LogFormatNameOpt = None,
+    nginx_conf: opt.NginxConfOpt = None,
+    log_format_name: opt.LogFormatNameOpt = None,
 ) -> None:
     """Read access logs into a DuckDB store: every line becomes a request or a reject."""
-    format, dialect = format_from_options(format, dialect, nginx_conf, log_format_name)
+    format, dialect = opt.format_from_options(format, dialect, nginx_conf, log_format_name)
     jobs = [(files, format, label)] if files else []
     jobs += [_source_job(spec) for spec in source or ()]
     if not jobs:

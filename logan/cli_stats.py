@@ -22,19 +22,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from logan import cli_options as opt
 from logan import stats as st
 from logan.classify import collapse_routes
-from logan.cli_options import (
-    DialectOpt,
-    FormatOpt,
-    LogFormatNameOpt,
-    NginxConfOpt,
-    ProfileOpt,
-    RulesOpt,
-    TrustedProxyOpt,
-    TzOpt,
-    format_from_options,
-)
 from logan.errors import LoganError
 from logan.ingest import ingest
 from logan.store import open_store
@@ -71,14 +61,14 @@ def stats_command(
     ] = None,
     output: Annotated[str, typer.Option("--output", "-o", help=" | ".join(OUTPUTS))] = "table",
     out: Annotated[Path | None, typer.Option("--out", help="file for --output parquet")] = None,
-    format: FormatOpt = "auto",
-    dialect: DialectOpt = None,
-    tz: TzOpt = "UTC",
-    profile: ProfileOpt = "auto",
-    rules: RulesOpt = None,
-    trusted_proxy: TrustedProxyOpt = None,
-    nginx_conf: NginxConfOpt = None,
-    log_format_name: LogFormatNameOpt = None,
+    format: opt.FormatOpt = "auto",
+    dialect: opt.DialectOpt = None,
+    tz: opt.TzOpt = "UTC",
+    profile: opt.ProfileOpt = "auto",
+    rules: opt.RulesOpt = None,
+    trusted_proxy: opt.TrustedProxyOpt = None,
+    nginx_conf: opt.NginxConfOpt = None,
+    log_format_name: opt.LogFormatNameOpt = None,
 ) -> None:
     """Where the time goes: requests, total time, share and percentiles per group.
 
@@ -86,7 +76,7 @@ def stats_command(
     --view shows one view instead: percentiles (ab), histogram (hey), slowest requests,
     pareto and apdex (needs --slo) per --by, cache (the GET/HEAD endpoints worth caching).
     """
-    format, dialect = format_from_options(format, dialect, nginx_conf, log_format_name)
+    format, dialect = opt.format_from_options(format, dialect, nginx_conf, log_format_name)
     if output not in OUTPUTS:
         raise LoganError(f"unknown --output {output!r}; use one of {', '.join(OUTPUTS)}")
     if output == "parquet" and out is None:
