@@ -14,9 +14,8 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import pandas as pd
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -28,6 +27,9 @@ from logan.classify import collapse_routes
 from logan.errors import LoganError
 from logan.ingest import ingest
 from logan.store import open_store
+
+if TYPE_CHECKING:  # pandas is imported only for the data outputs: 0.4 s a table need not wait
+    import pandas as pd
 
 OUTPUTS = ("table", "csv", "json", "markdown", "parquet")
 # A report written to a file or pipe is not squeezed into 80 columns.
@@ -119,9 +121,9 @@ def stats_command(
         if files:
             _ingest(files, store, format, dialect, tz, profile, rules, trusted_proxy or [])
         if view is not None:
-            table = _checked(st.named_view, store.con, view, by=by, top=top, slo_us=slo_us, **filters)
+            table = _checked(st.named_records, store.con, view, by=by, top=top, slo_us=slo_us, **filters)
         else:
-            table = _checked(st.stats, store.con, by=by, sort=sort, top=top, slo_us=slo_us, **filters)
+            table = _checked(st.stats_records, store.con, by=by, sort=sort, top=top, slo_us=slo_us, **filters)
         if view is None and output in ("table", "markdown"):
             # the table is the headline's ranking when it is sorted by total time
             ranked = table if sort == "total" else None
@@ -157,7 +159,7 @@ def _input_bytes(files: list[str]) -> int:
     return total
 
 
-def _checked(fn, *args, **kwargs) -> pd.DataFrame:  # noqa: ANN001, ANN002, ANN003
+def _checked(fn, *args, **kwargs) -> st.Records:  # noqa: ANN001, ANN002, ANN003
     # a bad option found late (by the SQL layer) is a usage error, not a traceback
     try:
         return fn(*args, **kwargs)
@@ -193,23 +195,24 @@ def _text(value: object) -> str:
 
 
 def write_stats(
-    df: pd.DataFrame,
+    table: st.Records,
     output: str,
     out: Path | None = None,
     dims: list[str] | None = None,
     head: str = "",
     total_requests: int = 0,
 ) -> None:
-    """Write a stats() table to stdout (or `out` for parquet) in the chosen form."""
+    """Write a stats_records() table to stdout (or `out` for parquet) in the chosen form."""
     if output in ("table", "markdown"):
-        cols, rows, left = human_rows(df, dims or [], total_requests)
+        cols, rows, left = human_rows(table, dims or [], total_requests)
         write_human(cols, rows, left, output, head)
     else:
-        write_data(df, output, out)
+        write_data(table, output, out)
 
 
-def write_data(df: pd.DataFrame, output: str, out: Path | None = None) -> None:
-    """The DataFrame itself, for programs: parquet (to `out`), JSON or CSV."""
+def write_data(table: st.Records, output: str, out: Path | None = None) -> None:
+    """The table as the library's DataFrame, for programs: parquet (to `out`), JSON or CSV."""
+    df = table.frame()
     if output == "parquet":
         df.to_parquet(out, index=False)
         _err.print(Text(f"wrote {len(df):,} rows to {out}"))
@@ -246,29 +249,35 @@ def write_human(
     _out.print(t)
 
 
-def spec_rows(df: pd.DataFrame, dims: list[str], spec: Spec) -> tuple[list[str], list[list[str]], list[bool]]:
+def spec_rows(
+    table: st.Records, dims: list[str], spec: Spec
+) -> tuple[list[str], list[list[str]], list[bool]]:
     """Headings, cells and which columns are text: `dims` as they are, then each spec
     column the data fills (a column the log cannot fill, e.g. no upstream timer, is left out)."""
-    spec = [s for s in spec if s[1] in df.columns and df[s[1]].notna().any()]
+    spec = [s for s in spec if s[1] in table.columns and not _empty(table, s[1])]
     cols = dims + [s[0] for s in spec]
     left = [True] * len(dims) + [fmt is _text for _, _, fmt in spec]
     rows = []
-    for _, r in df.iterrows():
-        cells = ["-" if pd.isna(r[d]) else str(r[d]) for d in dims]
-        cells += ["-" if pd.isna(r[src]) else fmt(r[src]) for _, src, fmt in spec]
+    for r in table.rows:
+        cells = ["-" if st.missing(r[d]) else str(r[d]) for d in dims]
+        cells += ["-" if st.missing(r[src]) else fmt(r[src]) for _, src, fmt in spec]
         rows.append(cells)
     return cols, rows, left
 
 
+def _empty(table: st.Records, column: str) -> bool:
+    return all(st.missing(r[column]) for r in table.rows)
+
+
 def human_rows(
-    df: pd.DataFrame, dims: list[str], total_requests: int
+    table: st.Records, dims: list[str], total_requests: int
 ) -> tuple[list[str], list[list[str]], list[bool]]:
     """Columns and cells for people: ms/s, 7.1M, %; only the timers the log has."""
     pct = _percent
     spec: Spec = [
         ("requests", "requests", st.format_count),
     ]
-    if total_requests and ("share" not in df.columns or df["share"].isna().all()):
+    if total_requests and ("share" not in table.columns or _empty(table, "share")):
         # no times in the log: the share of requests is the next best answer
         spec.append(("% req", "requests", lambda n: pct(n / total_requests)))
     spec += [
@@ -282,36 +291,36 @@ def human_rows(
         spec += [(f"{timer} avg", f"{timer}_avg_us", st.format_us),
                  (f"{timer} p95", f"{timer}_p95_us", st.format_us)]  # fmt: skip
     spec += [("in SLO", "slo_share", pct), ("apdex", "apdex", _fixed2)]
-    return spec_rows(df, dims, spec)
+    return spec_rows(table, dims, spec)
 
 
 # --- Views (--view) -------------------------------------------------------------------------
 def write_view(
-    df: pd.DataFrame, name: str, output: str, out: Path | None, dims: list[str], question: str
+    table: st.Records, name: str, output: str, out: Path | None, dims: list[str], question: str
 ) -> None:
-    """Write a named_view() table: the DataFrame for programs, a shaped table for people."""
+    """Write a named_records() table: the DataFrame for programs, a shaped table for people."""
     if output not in ("table", "markdown"):
-        write_data(df, output, out)
+        write_data(table, output, out)
         return
-    if df.empty or (name == "percentiles" and not df["requests"].iloc[0]):
+    if not table.rows or (name == "percentiles" and not table.rows[0]["requests"]):
         write_human([], [], [], output, f"{question}\nNo request matches (with a response time).")
         return
     if name == "percentiles":
-        cols, rows, left = percentile_rows(df)
+        cols, rows, left = percentile_rows(table)
     elif name == "histogram":
-        cols, rows, left = histogram_rows(df)
+        cols, rows, left = histogram_rows(table)
     else:
         grouped = dims if name in ("pareto", "apdex", "cache") else []
-        cols, rows, left = spec_rows(df, grouped, _view_spec(name))
+        cols, rows, left = spec_rows(table, grouped, _view_spec(name))
         if name == "pareto":  # the rank reads first
             cols, left = ["rank", *cols], [False, *left]
-            rows = [[str(r), *row] for r, row in zip(df["rank"], rows, strict=True)]
+            rows = [[str(r["rank"]), *row] for r, row in zip(table.rows, rows, strict=True)]
     write_human(cols, rows, left, output, question)
 
 
-def percentile_rows(df: pd.DataFrame) -> tuple[list[str], list[list[str]], list[bool]]:
+def percentile_rows(table: st.Records) -> tuple[list[str], list[list[str]], list[bool]]:
     """ab's 'Percentage of the requests served within a certain time' as rows."""
-    r = df.iloc[0]
+    r = table.rows[0]
     rows = []
     for q in (50, 66, 75, 80, 90, 95, 98, 99, 100):
         label = f"{q}%" + (" (longest request)" if q == 100 else "")
@@ -329,14 +338,14 @@ def bar(fraction: float, width: int = BAR_WIDTH) -> str:
     return "█" * (eighths // 8) + (_EIGHTHS[eighths % 8] if eighths % 8 else "")
 
 
-def histogram_rows(df: pd.DataFrame) -> tuple[list[str], list[list[str]], list[bool]]:
+def histogram_rows(table: st.Records) -> tuple[list[str], list[list[str]], list[bool]]:
     """hey's response time histogram: one row per log-scale bucket, bars scaled to the
     largest bucket."""
-    most = df["requests"].max() if len(df) else 0
+    most = max((r["requests"] for r in table.rows), default=0)
     rows = [
-        [f"{st.format_us(r.lo_us)} - {st.format_us(r.hi_us)}", st.format_count(r.requests),
-         _percent(r.share), _percent(r.cumulative_share), bar(r.requests / most)]
-        for r in df.itertuples()
+        [f"{st.format_us(r['lo_us'])} - {st.format_us(r['hi_us'])}", st.format_count(r["requests"]),
+         _percent(r["share"]), _percent(r["cumulative_share"]), bar(r["requests"] / most)]
+        for r in table.rows
     ]  # fmt: skip
     return ["latency", "requests", "%", "cumulative", ""], rows, [True, False, False, False, True]
 
@@ -378,7 +387,7 @@ def _fixed2(x: float) -> str:
 
 
 def _percent(x: float) -> str:
-    return "-" if pd.isna(x) else f"{100 * x:.1f}%"
+    return "-" if st.missing(x) else f"{100 * x:.1f}%"
 
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -386,6 +395,8 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 def safe_csv(df: pd.DataFrame) -> pd.DataFrame:
     """Text cells that a spreadsheet would run as a formula get a leading apostrophe."""
+    import pandas as pd
+
     df = df.copy()
     for col in df.columns:
         if df[col].dtype == object or pd.api.types.is_string_dtype(df[col]):

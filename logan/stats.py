@@ -2,7 +2,8 @@
 
 The SQL lives in `queries/*.sql`; this module only picks a file, fills the whitelisted
 template slots ({dimensions}, {slo_us}), narrows `requests` with bound parameters and
-reshapes the answer. Every function takes a DuckDB connection whose `requests` table has
+ranks and reshapes the answer in SQL. Each view comes as Records (plain rows, what the CLI
+prints) or as a DataFrame (the library). Every function takes a DuckDB connection whose `requests` table has
 the columns of logan/schema.py.
 """
 
@@ -12,12 +13,15 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pandas as pd
 
 from logan.errors import LoganError
 from logan.resources import queries_dir
+
+if TYPE_CHECKING:  # imported where a DataFrame is made: 0.4 s the CLI need not spend
+    import pandas as pd
 
 # --by name -> the columns it groups by. A fixed whitelist: these names are the only text
 # that enters the SQL templates.
@@ -239,29 +243,105 @@ def filter_sql(filters: dict | None = None) -> tuple[str, list]:
     return " AND ".join(conds), params
 
 
-def run_view(
+class Records:
+    """A query's answer as plain rows (dicts), with DuckDB's column types.
+
+    The CLI prints these as they are (pandas takes 0.4 s to import, more than a query on
+    5 M rows); the library hands out `.frame()`, a DataFrame.
+    """
+
+    def __init__(self, columns: list[str], types: list[str], rows: list[dict[str, Any]]):
+        self.columns, self.types, self.rows = columns, types, rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def without(self, drop: Sequence[str]) -> Records:
+        keep = [(c, t) for c, t in zip(self.columns, self.types, strict=True) if c not in drop]
+        return Records([c for c, _ in keep], [t for _, t in keep],
+                       [{c: r[c] for c, _ in keep} for r in self.rows])  # fmt: skip
+
+    def frame(self) -> pd.DataFrame:
+        import pandas as pd
+
+        df = pd.DataFrame(self.rows, columns=self.columns)
+        for col, typ in zip(self.columns, self.types, strict=True):
+            if typ.startswith(("DOUBLE", "FLOAT", "DECIMAL")):
+                df[col] = df[col].astype("float64")
+            elif typ.startswith("TIMESTAMP"):
+                df[col] = pd.to_datetime(df[col])
+        return _tidy(df)
+
+
+def run_records(
     con: duckdb.DuckDBPyConnection,
     sql: str,
     where: str = "",
     params: Sequence = (),
-) -> pd.DataFrame:
+) -> Records:
     """Run a view's SQL over `requests` narrowed by `where` (a CTE named requests shadows
     the table, so the view text stays as written)."""
-    if where:
-        sql = f"WITH requests AS (SELECT * FROM main.requests WHERE {where})\nSELECT * FROM (\n{sql}\n) AS v"
-    return _tidy(con.execute(sql, list(params)).df())
+    cur = con.execute(_narrowed(sql, where), list(params))
+    columns = [d[0] for d in cur.description]
+    types = [str(d[1]) for d in cur.description]
+    decimals = [c for c, t in zip(columns, types, strict=True) if t.startswith("DECIMAL")]
+    rows = [dict(zip(columns, r, strict=True)) for r in cur.fetchall()]
+    for r in rows:  # DECIMAL comes back as decimal.Decimal: a fraction is a float here
+        for c in decimals:
+            r[c] = None if r[c] is None else float(r[c])
+    return Records(columns, types, rows)
+
+
+def _narrowed(sql: str, where: str) -> str:
+    if not where:
+        return sql
+    return f"WITH requests AS (SELECT * FROM main.requests WHERE {where})\nSELECT * FROM (\n{sql}\n) AS v"
 
 
 def _tidy(df: pd.DataFrame) -> pd.DataFrame:
     # Counts and sums as nullable integers, so JSON says 42, not 42.0, and NULL stays null.
+    import pandas as pd
+
     for col in df.columns:
         if col in _INTEGER_COLUMNS or col.endswith(_INTEGER_SUFFIXES):
             df[col] = pd.array(df[col].astype("Float64").round(), dtype="Int64")
     return df
 
 
+def _ordered(sql: str, keys: Sequence[tuple[str, bool]], top: int | None) -> tuple[str, list]:
+    """The rows of `sql` ordered by (column, descending) keys, NULLs last, cut to `top`.
+    The column names come from the whitelists of this module."""
+    order = ", ".join(f"{c} {'DESC' if desc else 'ASC'} NULLS LAST" for c, desc in keys)
+    limit, params = (" LIMIT ?", [top]) if top else ("", [])
+    return f"SELECT * FROM (\n{sql}\n) AS ranked ORDER BY {order}{limit}", params
+
+
+def _side_by_side_sql(dims: list[str], long_sql: str) -> str:
+    """by_dimension.sql has one row per group and timer: one row per group, the duration
+    statistics first, then <timer>_<stat> for each other timer, and per timer the number
+    of groups that have it (__<timer>_groups: a timer no group has gets no columns)."""
+    stats = ["requests", "total_us", "share", "avg_us", "stddev_us", "min_us", "p50_us", "p90_us",
+             "p95_us", "p99_us", "max_us", "error_share", "bytes"]  # fmt: skip
+    cols = [f"any_value({c}) FILTER (WHERE timer = 'duration') AS {c}" for c in stats]
+    for timer in TIMERS:
+        cols += [f"any_value({c}) FILTER (WHERE timer = '{timer}') AS {timer}_{c}" for c in STAT_COLUMNS]
+    counts = [f"count({t}_requests) OVER () AS __{t}_groups" for t in TIMERS]
+    group = ", ".join(dims)
+    wide = f"SELECT {group}, {', '.join(cols)} FROM ({long_sql}) AS long GROUP BY {group}"
+    return f"SELECT *, {', '.join(counts)} FROM ({wide}) AS wide"
+
+
+def _with_apdex(dims: list[str], table_sql: str, apdex_sql: str) -> str:
+    # groups may be NULL (no environment): NULL matches NULL here
+    on = " AND ".join(f"t.{d} IS NOT DISTINCT FROM a.{d}" for d in dims)
+    return (
+        f"SELECT t.*, a.timed_requests, a.slo_share, a.apdex FROM ({table_sql}) AS t "
+        f"LEFT JOIN ({apdex_sql}) AS a ON {on}"
+    )
+
+
 # --- Public API -----------------------------------------------------------------------------
-def stats(
+def stats_records(
     con: duckdb.DuckDBPyConnection,
     by: Sequence[str] | str = ("indirector",),
     sort: str = "total",
@@ -273,7 +353,7 @@ def stats(
     status: str | None = None,
     path_glob: str | None = None,
     slo_us: int | None = None,
-) -> pd.DataFrame:
+) -> Records:
     """Per-group statistics (queries/by_dimension.sql), one row per group.
 
     Columns: the dimension columns, requests, total_us, share, avg_us, stddev_us, min_us,
@@ -288,30 +368,22 @@ def stats(
     where, params = filter_sql(
         dict(since=since, until=until, env=env, method=method, status=status, path_glob=path_glob)
     )
-    long = run_view(con, query_sql("by_dimension", by), where, params)
-    table = long[long["timer"] == "duration"].drop(columns="timer")
-    for timer in TIMERS:
-        part = long[long["timer"] == timer]
-        if part.empty:
-            continue  # the log has no such timer: no columns for it
-        part = part[dims + STAT_COLUMNS].rename(columns={c: f"{timer}_{c}" for c in STAT_COLUMNS})
-        table = table.merge(part, on=dims, how="left")
+    sql = _side_by_side_sql(dims, query_sql("by_dimension", by))
     if slo_us is not None:
-        apdex = run_view(con, query_sql("apdex", by, slo_us), where, params)
-        table = table.merge(apdex, on=dims, how="left")
-    key = SORTS[sort]
-    if table[key].isna().all():
-        key = "requests"  # no timing field in this log
-    # ties broken by the groups themselves, so the order never depends on the engine
-    table = table.sort_values(
-        [key, "requests", *dims],
-        ascending=[False, False, *[True] * len(dims)],
-        na_position="last",
-        kind="stable",
-    )
-    if top:
-        table = table.head(top)
-    return _tidy(table.reset_index(drop=True))
+        sql = _with_apdex(dims, sql, query_sql("apdex", by, slo_us))
+    # largest first (a log without times: all NULL, so by requests); ties broken by the
+    # groups themselves, so the order never depends on the engine
+    keys = [(SORTS[sort], True), ("requests", True), *[(d, False) for d in dims]]
+    sql, limit = _ordered(sql, keys, top)
+    found = run_records(con, sql, where, [*params, *limit])
+    absent = [t for t in TIMERS if not found.rows or not found.rows[0][f"__{t}_groups"]]
+    drop = [f"__{t}_groups" for t in TIMERS] + [f"{t}_{c}" for t in absent for c in STAT_COLUMNS]
+    return found.without(drop)
+
+
+def stats(con: duckdb.DuckDBPyConnection, *args: Any, **kwargs: Any) -> pd.DataFrame:
+    """stats_records() as a DataFrame: the same arguments, the same rows and columns."""
+    return stats_records(con, *args, **kwargs).frame()
 
 
 def view(
@@ -323,7 +395,7 @@ def view(
 ) -> pd.DataFrame:
     """Any queries/<name>.sql as a DataFrame, e.g. view(con, 'histogram', since='24h')."""
     where, params = filter_sql(filters)
-    return run_view(con, query_sql(name, by, slo_us), where, params)
+    return run_records(con, query_sql(name, by, slo_us), where, params).frame()
 
 
 # `logan stats --view NAME` -> the queries/ file it shows. pareto, apdex and cache group by
@@ -335,33 +407,36 @@ VIEWS = {
 _WHOLE_VIEWS = ("percentiles", "histogram")  # every row is part of the answer: no --top
 
 
-def named_view(
+def named_records(
     con: duckdb.DuckDBPyConnection,
     name: str,
     by: Sequence[str] | str = ("indirector",),
     top: int | None = 20,
     slo_us: int | None = None,
     **filters,
-) -> pd.DataFrame:
-    """One of VIEWS as a DataFrame, ranked as the view says (apdex: worst first), cut to
-    `top` rows (None or 0: all) except for percentiles and histogram."""
+) -> Records:
+    """One of VIEWS, ranked as the view says (apdex: worst first), cut to `top` rows (None
+    or 0: all) except for percentiles and histogram."""
     if name not in VIEWS:
         raise LoganError(f"unknown view {name!r}; use one of {', '.join(VIEWS)}")
     if name == "apdex" and slo_us is None:
         raise LoganError("the apdex view needs a threshold (--slo, e.g. 500ms)")
-    df = view(con, VIEWS[name], by=by, slo_us=slo_us, **filters)
+    where, params = filter_sql(filters)
+    sql = query_sql(VIEWS[name], by, slo_us)
     if name == "apdex":
         # the groups that hurt most first; ties by size, then by the groups themselves
-        dims = dimension_columns(by)
-        df = df.sort_values(
-            ["apdex", "timed_requests", *dims],
-            ascending=[True, False, *[True] * len(dims)],
-            na_position="last",
-            kind="stable",
-        )
-    if top and name not in _WHOLE_VIEWS:
-        df = df.head(top)
-    return df.reset_index(drop=True)
+        keys = [("apdex", False), ("timed_requests", True), *[(d, False) for d in dimension_columns(by)]]
+        sql, limit = _ordered(sql, keys, top)
+    elif name not in _WHOLE_VIEWS and top:
+        sql, limit = f"SELECT * FROM (\n{sql}\n) AS v LIMIT ?", [top]
+    else:
+        limit = []
+    return run_records(con, sql, where, [*params, *limit])
+
+
+def named_view(con: duckdb.DuckDBPyConnection, *args: Any, **kwargs: Any) -> pd.DataFrame:
+    """named_records() as a DataFrame."""
+    return named_records(con, *args, **kwargs).frame()
 
 
 def view_question(name: str, by: Sequence[str] | str = (), slo_us: int | None = None) -> str:
@@ -374,21 +449,21 @@ def view_question(name: str, by: Sequence[str] | str = (), slo_us: int | None = 
 
 def summary(con: duckdb.DuckDBPyConnection, **filters) -> dict:
     """queries/summary.sql as a dict: first_ts, last_ts, requests, total_us, p99_us, ..."""
-    row = view(con, "summary", **filters).iloc[0]
-    return {k: (None if pd.isna(v) else v) for k, v in row.items()}
+    where, params = filter_sql(filters)
+    return run_records(con, query_sql("summary"), where, params).rows[0]
 
 
 def headline(
     con: duckdb.DuckDBPyConnection,
     by: Sequence[str] | str = ("indirector",),
-    table: pd.DataFrame | None = None,
+    table: Records | None = None,
     totals: dict | None = None,
     **filters,
 ) -> str:
     """One paragraph: period, requests, server time, and the top consumer in words.
 
     'GET file_metadata: 45% of all server time, 7.1M requests, p99 22 ms'. Pass the
-    stats() table (sorted by total) and the summary() to avoid computing them again.
+    stats_records() table (sorted by total) and the summary() to avoid computing them again.
     """
     s = totals if totals is not None else summary(con, **filters)
     if not s["requests"]:
@@ -406,13 +481,13 @@ def headline(
         parts.append(f"{format_us(s['total_us'])} of server time, p99 {format_us(s['p99_us'])}")
     text = ", ".join(parts) + "."
     if table is None:
-        table = stats(con, by=by, sort="total", top=1, **filters)
-    if table.empty:
+        table = stats_records(con, by=by, sort="total", top=1, **filters)
+    if not table.rows:
         return text
-    top = table.iloc[0]
+    top = table.rows[0]
     dims = dimension_columns(by)
-    label = " ".join("-" if pd.isna(top[c]) else str(top[c]) for c in dims)
-    if pd.isna(top["total_us"]):
+    label = " ".join("-" if missing(top[c]) else str(top[c]) for c in dims)
+    if missing(top["total_us"]):
         share = top["requests"] / s["requests"]
         return f"{text}\n{label}: {share:.0%} of all requests, {format_count(top['requests'])}."
     return (
@@ -422,9 +497,19 @@ def headline(
 
 
 # --- Human units ----------------------------------------------------------------------------
+def missing(value: object) -> bool:
+    """None, NaN, NaT or pandas' NA: a cell with nothing in it."""
+    if value is None:
+        return True
+    try:
+        return bool(value != value)  # NaN and NaT differ from themselves
+    except TypeError:  # pandas.NA refuses to be a bool
+        return True
+
+
 def format_us(us: float | None) -> str:
     """Microseconds for people: 850 us, 22 ms, 1.4 s, 3.2 min, 26.9 h, 4.1 days."""
-    if us is None or pd.isna(us):
+    if missing(us):
         return "-"
     us = float(us)
     for limit, div, unit in (
@@ -439,7 +524,7 @@ def format_us(us: float | None) -> str:
 
 def format_count(n: float | None) -> str:
     """7129326 -> 7.1M; 84108 -> 84.1k; 2383 -> 2,383."""
-    if n is None or pd.isna(n):
+    if missing(n):
         return "-"
     n = float(n)
     if abs(n) < 10_000:
@@ -451,7 +536,7 @@ def format_count(n: float | None) -> str:
 
 
 def format_bytes(n: float | None) -> str:
-    if n is None or pd.isna(n):
+    if missing(n):
         return "-"
     n = float(n)
     for div, unit in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
-import pandas as pd
 
 from logan import schema
 from logan.errors import LoganError
+
+if TYPE_CHECKING:  # pandas costs 0.4 s to import: only the calls that return frames load it
+    import pandas as pd
 
 
 class Store:

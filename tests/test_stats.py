@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta, timezone
 
 import numpy as np
@@ -171,6 +173,45 @@ def test_untimed_log_sorts_by_requests() -> None:
     assert "GET file_metadata: 45% of all requests, 5." in text
 
 
+def test_timer_columns_follow_the_whole_answer_not_the_top_rows() -> None:
+    # Only PUT report (not the largest total) has an upstream time: --top 1 shows the catalog
+    # row, whose upstream cells are empty, and still has the upstream columns.
+    records = [r | {"upstream_us": 77 if r["indirector"] == "report" else None} for r in RECORDS]
+    top1 = st.stats(make_con(records), by="indirector", top=1)
+    assert list(top1["indirector"]) == ["catalog"]
+    assert "upstream_avg_us" in top1.columns and top1["upstream_avg_us"].isna().all()
+    untimed = [r | {"upstream_us": None} for r in RECORDS]
+    assert not any(c.startswith("upstream_") for c in st.stats(make_con(untimed)).columns)
+
+
+def test_records_and_frame_hold_the_same_rows() -> None:
+    con = make_con()
+    rec = st.stats_records(con, by="environment", top=0, slo_us=12_000)
+    df = st.stats(con, by="environment", top=0, slo_us=12_000)
+    assert rec.columns == list(df.columns)
+    for row, (_, frow) in zip(rec.rows, df.iterrows(), strict=True):
+        for col in rec.columns:
+            assert (st.missing(row[col]) and pd.isna(frow[col])) or row[col] == pytest.approx(frow[col])
+
+
+def test_cli_table_from_a_store_does_not_load_pandas(tmp_path) -> None:  # noqa: ANN001
+    # pandas takes longer to import than the report takes on 5 M rows
+    db = tmp_path / "s.duckdb"
+    with open_store(db) as store:
+        append_requests(store.con, pd.DataFrame(RECORDS))
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('pandas' in sys.modules, file=sys.stderr))\n"
+        "from logan.cli import main\n"
+        f"sys.argv = ['logan', 'stats', '--db', {str(db)!r}]\n"
+        "main()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "POST catalog" in out.stdout
+    assert out.stderr.strip().splitlines()[-1] == "False"
+
+
 # --- headline and units -------------------------------------------------------------------------
 def test_headline_names_the_top_consumer() -> None:
     timed = [r["duration_us"] for r in RECORDS if r["duration_us"] is not None]
@@ -183,9 +224,7 @@ def test_headline_names_the_top_consumer() -> None:
         f"2024-01-01 00:00 to 2024-01-01 00:10 UTC (10 min), 11 requests, "
         f"{st.format_us(sum(timed))} of server time, p99 {st.format_us(np.percentile(timed, 99))}."
     )
-    assert lines[1] == (
-        f"POST catalog: {share:.0%} of all server time, 2 requests, p99 {st.format_us(p99)}."
-    )
+    assert lines[1] == (f"POST catalog: {share:.0%} of all server time, 2 requests, p99 {st.format_us(p99)}.")
     assert st.format_us(p99) == "745 ms"
 
 
@@ -256,10 +295,8 @@ def test_filter_values_are_parameters() -> None:
 HOSTILE = [
     '10.0.0.1 - - [05/Nov/2013:19:52:21 +0000] "GET /[bold]x[/bold]?a=1 HTTP/1.1" 200 10 "-" '
     '"=HYPERLINK(\\"http://evil\\")"',
-    '10.0.0.2 - - [05/Nov/2013:19:52:22 +0000] "GET /<script>alert(1)</script> HTTP/1.1" 500 20 '
-    '"-" "curl/8"',
-    '10.0.0.2 - - [05/Nov/2013:19:52:23 +0000] "GET /<script>alert(1)</script> HTTP/1.1" 200 30 '
-    '"-" "curl/8"',
+    '10.0.0.2 - - [05/Nov/2013:19:52:22 +0000] "GET /<script>alert(1)</script> HTTP/1.1" 500 20 "-" "curl/8"',
+    '10.0.0.2 - - [05/Nov/2013:19:52:23 +0000] "GET /<script>alert(1)</script> HTTP/1.1" 200 30 "-" "curl/8"',
 ]
 
 
