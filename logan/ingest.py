@@ -20,7 +20,7 @@ from logan.compile import CompiledFormat, compile_format
 from logan.dialects import resolve_format
 from logan.errors import LoganError
 from logan.sources import DEFAULT_BLOCK, Batch, Source, expand, read_batches
-from logan.store import Store, open_store
+from logan.store import Store, open_store, stored_columns
 
 # DuckDB's memory during an ingest into a file: enough for a block's batch in flight (the
 # same speed as without a limit on a 5 GB log), small enough that RSS stays flat. The
@@ -42,6 +42,7 @@ class SourceSummary:
     events: int = 0
     nbytes: int = 0
     invalid_utf8: int = 0
+    ingest_id: int | None = None  # its row in `ingests`
 
 
 @dataclass
@@ -192,45 +193,60 @@ def _ingest_source(
     out: SourceSummary | None = None
     started_at = datetime.now(UTC).replace(tzinfo=None)
     t0 = time.perf_counter()
-    first_line = 1
     ingest_id = st.con.execute("SELECT coalesce(max(ingest_id), 0) + 1 FROM ingests").fetchall()[0][0]
+    row: _IngestRow | None = None
     for batch in read_batches(src, block_size):
         if cf is None:
             cf, detected = _choose_format(st, fmt, dialect, batch)
-            out = SourceSummary(src.label, cf.label, detected)
+            out = SourceSummary(src.label, cf.label, detected, ingest_id=ingest_id)
             resolved = _resolve_profile(profile, st, batch, cf)
             summary.profile = summary.profile or resolved
             classification = _classification(resolved, rules, trusted_proxies)
             st.ensure_columns(rows.stored_columns(cf, classification is not None))
             summary.tz_assumed |= _has_local_time(cf)
-            first_line = batch.first_line
-        assert out is not None
+            row = _IngestRow(
+                [ingest_id, src.label, cf.dialect.name, cf.label, batch.first_line, started_at], t0
+            )
+        assert out is not None and row is not None
         reasons: Counter = Counter()
-        _ingest_batch(st, cf, batch, tz, classification, src.label, ingest_id, out, reasons)
+        _ingest_batch(st, cf, batch, tz, classification, src.label, ingest_id, out, reasons, row)
+        row.inserted = True  # its first batch committed
         for k, v in reasons.items():
             summary.rejects_by_reason[k] = summary.rejects_by_reason.get(k, 0) + v
         if progress:
             progress(src.label, out.nbytes, total)
-    if out is None:  # an empty input
-        out = SourceSummary(src.label, fmt)
-    st.con.execute(
-        "INSERT INTO ingests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            ingest_id,
-            src.label,
-            cf.dialect.name if cf else dialect,
-            out.format,
-            first_line,
-            out.lines,
-            out.rows,
-            out.rejects,
-            out.events,
-            out.nbytes,
-            started_at,
-            time.perf_counter() - t0,
-        ],
-    )
+    if out is None:  # an empty input: its row says so
+        out = SourceSummary(src.label, fmt, ingest_id=ingest_id)
+        empty = _IngestRow([ingest_id, src.label, dialect, fmt, 1, started_at], t0)
+        empty.begin(st.con)
+        empty.count(st.con, 0, 0, 0, 0, 0)
     return out
+
+
+class _IngestRow:
+    """The `ingests` row of one source's ingest, kept true for what is committed: the first
+    batch's transaction inserts it (before its rows: the `requests` view reads source,
+    dialect and format from it), every batch's transaction adds its counts."""
+
+    def __init__(self, key: list, t0: float):
+        self.key = key  # ingest_id, source, dialect, format, first_line, started_at
+        self.t0 = t0
+        self.inserted = False
+
+    def begin(self, con) -> None:  # noqa: ANN001
+        if not self.inserted:
+            con.execute(
+                "INSERT INTO ingests (ingest_id, source, dialect, format, first_line, started_at,"
+                " lines, rows, rejects, events, bytes, seconds) VALUES (?, ?, ?, ?, ?, ?, 0, 0, 0, 0, 0, 0)",
+                self.key,
+            )
+
+    def count(self, con, lines: int, n_rows: int, rejects: int, n_events: int, nbytes: int) -> None:  # noqa: ANN001
+        con.execute(
+            "UPDATE ingests SET lines = lines + ?, rows = rows + ?, rejects = rejects + ?,"
+            " events = events + ?, bytes = bytes + ?, seconds = ? WHERE ingest_id = ?",
+            [lines, n_rows, rejects, n_events, nbytes, time.perf_counter() - self.t0, self.key[0]],
+        )
 
 
 def _choose_format(
@@ -278,6 +294,7 @@ def _ingest_batch(
     ingest_id: int,
     out: SourceSummary,
     summary_reasons: Counter,
+    row: _IngestRow,
 ) -> None:
     con = st.con
     table = pa.Table.from_batches(batch.table.to_batches(max_chunksize=_SCAN_ROWS))
@@ -286,6 +303,7 @@ def _ingest_batch(
     fast = cf.fast_raw_sql("__batch")
     con.execute("BEGIN")
     try:
+        row.begin(con)
         n_fast = 0
         if fast is not None:
             n_fast = con.execute(rows.insert_sql(cf, fast, tz, classification), params).fetchall()[0][0]
@@ -299,6 +317,7 @@ def _ingest_batch(
                 f"{label}: {batch.lines} lines gave {n_fast + n_slow} rows, {n_rej} rejects"
                 f" and {n_events} events"
             )
+        row.count(con, batch.lines, n_fast + n_slow, n_rej, n_events, batch.nbytes)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
@@ -357,10 +376,12 @@ def _exact_path(con, cf, fast, tz, classification, params, n_fast, batch):  # no
 
 
 def _finish_summary(st: Store, summary: IngestSummary) -> None:
-    labels = [s.source for s in summary.sources]
-    if not labels:
+    ids = [s.ingest_id for s in summary.sources if s.ingest_id is not None]
+    if not ids or "ts_start" not in stored_columns(st.con):
         return
     lo, hi = st.con.execute(
-        "SELECT min(ts_start), max(ts_start) FROM requests WHERE source IN (SELECT unnest(?))", [labels]
+        f"SELECT min(ts_start), max(ts_start) FROM {schema.REQUESTS_TABLE} "
+        "WHERE ingest_id IN (SELECT unnest(?))",
+        [ids],
     ).fetchall()[0]
     summary.ts_min, summary.ts_max = lo, hi

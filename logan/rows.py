@@ -1,7 +1,8 @@
 """From raw field texts to `requests` rows: types, derived columns, classification.
 
 One projection serves both parsing paths (logan/compile.py), so a line reads the same
-whichever path took it. Constants (source, dialect, format) are bound parameters.
+whichever path took it. Constants (source, dialect, format) are bound parameters; the
+stored table does not keep them per row (the `requests` view reads them from `ingests`).
 """
 
 from __future__ import annotations
@@ -92,7 +93,11 @@ def _derived_columns(cf: CompiledFormat) -> dict[str, str]:
 def stored_columns(cf: CompiledFormat, classified: bool) -> list[str]:
     """The columns a batch of this format writes to the stored table."""
     out = _derived_columns(cf)
-    canonical = [c for c in schema.REQUEST_COLUMNS if c in out or (classified and c in CLASS_COLUMNS)]
+    canonical = [
+        c
+        for c in schema.REQUEST_COLUMNS
+        if (c in out or (classified and c in CLASS_COLUMNS)) and c not in schema.FROM_INGESTS
+    ]
     return ["ingest_id", *canonical]
 
 

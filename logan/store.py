@@ -56,7 +56,9 @@ class Store:
         ensure_columns(self.con, columns)
 
     def append(self, rows: pd.DataFrame) -> int:
-        """Add rows given by canonical column names (tests, imports); returns the count."""
+        """Add rows given by canonical column names (tests, imports); returns the count.
+
+        Each distinct (source, dialect, format) of the rows becomes one `ingests` row."""
         return append_requests(self.con, rows)
 
     def _check_version(self) -> None:
@@ -106,7 +108,8 @@ def _refresh_view(con: duckdb.DuckDBPyConnection) -> None:
 def ensure_columns(con: duckdb.DuckDBPyConnection, columns: Iterable[str]) -> None:
     """Add the canonical columns the stored table lacks (cheap: no row is rewritten)."""
     have = stored_columns(con)
-    missing = [c for c in schema.REQUEST_COLUMNS if c in set(columns) and c not in have]
+    wanted = set(columns) - set(schema.FROM_INGESTS)  # kept in `ingests`, not per row
+    missing = [c for c in schema.REQUEST_COLUMNS if c in wanted and c not in have]
     for c in missing:
         con.execute(f"ALTER TABLE {schema.REQUESTS_TABLE} ADD COLUMN {c} {schema.REQUEST_TYPES[c]}")
     if missing:
@@ -114,16 +117,56 @@ def ensure_columns(con: duckdb.DuckDBPyConnection, columns: Iterable[str]) -> No
 
 
 def append_requests(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame) -> int:
+    """Add rows by canonical column names. The rows of each distinct (source, dialect,
+    format) get a new `ingests` row (lines = rows, no rejects or events, no bytes), which
+    the `requests` view reads those three columns from; all in one transaction."""
     unknown = [c for c in rows.columns if c not in schema.REQUEST_TYPES]
     if unknown:
         raise LoganError(f"not columns of requests: {unknown}")
+    given = [c for c in schema.FROM_INGESTS if c in rows.columns]
+    key = {c: f"CAST(a.{c} AS VARCHAR)" if c in given else "NULL::VARCHAR" for c in schema.FROM_INGESTS}
+    first = "min(a.line_no)" if "line_no" in rows.columns else "NULL"
     ensure_columns(con, rows.columns)
     con.register("__append", rows)
+    own = not _in_transaction(con)  # else the caller's transaction: commits with it
+    if own:
+        con.execute("BEGIN")
     try:
-        n = con.execute(f"INSERT INTO {schema.REQUESTS_TABLE} BY NAME SELECT * FROM __append").fetchall()
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE __append_ingests AS SELECT "
+            "(SELECT coalesce(max(ingest_id), 0) FROM ingests) "
+            "+ row_number() OVER (ORDER BY source, dialect, format) AS ingest_id, * "
+            f"FROM (SELECT {', '.join(f'{sql} AS {c}' for c, sql in key.items())}, "
+            f"{first} AS first_line, count(*) AS n FROM __append AS a GROUP BY ALL)"
+        )
+        con.execute(
+            "INSERT INTO ingests (ingest_id, source, dialect, format, first_line, lines, rows,"
+            " rejects, events, bytes, started_at, seconds) SELECT ingest_id, source, dialect,"
+            " format, first_line, n, n, 0, 0, NULL, current_timestamp::TIMESTAMP, 0 FROM __append_ingests"
+        )
+        kept = f" EXCLUDE ({', '.join(given)})" if given else ""
+        on = " AND ".join(f"{sql} IS NOT DISTINCT FROM i.{c}" for c, sql in key.items())
+        n = con.execute(
+            f"INSERT INTO {schema.REQUESTS_TABLE} BY NAME SELECT a.*{kept}, i.ingest_id "
+            f"FROM __append AS a JOIN __append_ingests AS i ON {on}"
+        ).fetchall()
+        con.execute("DROP TABLE __append_ingests")
+        if own:
+            con.execute("COMMIT")
+    except BaseException:
+        if own:
+            con.execute("ROLLBACK")
+        raise
     finally:
         con.unregister("__append")
     return n[0][0]
+
+
+def _in_transaction(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether an explicit transaction is open (a failed BEGIN would abort it): in
+    auto-commit every statement has a transaction id of its own."""
+    q = "SELECT txid_current()"
+    return con.execute(q).fetchall() == con.execute(q).fetchall()
 
 
 def open_store(path: str | Path | None = None, read_only: bool = False) -> Store:
