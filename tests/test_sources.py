@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import importlib
+import io
 import subprocess
 import sys
 from datetime import datetime
@@ -13,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from logan import sources
 from logan.errors import LoganError
 from logan.ingest import ingest
 from logan.store import open_store
@@ -251,6 +253,36 @@ def test_invalid_utf8_with_tiny_blocks(tmp_path):
     assert list(req.line_no) == list(range(1, 31))
     expected = [f"/\\xe4r{i}/" for i in (2, 9, 10, 29)]
     assert [p for p in req.path if p.startswith("/\\xe4r")] == expected
+
+
+class _Trickle(io.RawIOBase):
+    """A pipe that hands out at most a few bytes per read, as a slow writer does."""
+
+    def __init__(self, data: bytes, step: int):
+        self.data, self.pos, self.step = data, 0, step
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # noqa: ANN001
+        chunk = self.data[self.pos : self.pos + min(self.step, len(b))]
+        b[: len(chunk)] = chunk
+        self.pos += len(chunk)
+        return len(chunk)
+
+
+@pytest.mark.parametrize("step", [1, 7, 4096])
+def test_short_reads_lose_no_byte(step):
+    # Every line, in order, with its number, whatever the pipe hands out per read; the
+    # last line has no line end and one line is not UTF-8.
+    lines = [make_line(i).encode() for i in range(1, 41)]
+    lines[12] = lines[12].replace(b"/r", b"/\xe4r")
+    data = b"\n".join(lines)
+    got = [b for b in sources._blocks(_Trickle(data, step), 300, 0)]
+    texts = [t for b in got for t in b.table.column("line").to_pylist()]
+    assert texts == [ln.decode("utf-8", "backslashreplace") for ln in lines]
+    assert [n for b in got for n in b.table.column("line_no").to_pylist()] == list(range(1, 41))
+    assert sum(b.nbytes for b in got) == len(data) and sum(b.invalid_utf8 for b in got) == 1
 
 
 def test_nul_bytes_after_a_crash(tmp_path):
