@@ -519,23 +519,34 @@ def classified_sql(
     qenv = ", " + _QUERY_ENV + " AS __qenv" if profile == "puppet" else ""
     if qenv:
         keys.append("__qenv")
-    who = ["client", "forwarded_for"] if trusted_proxies else ["client"]
-    addr = requester_address_sql(trusted_proxies)
-    by_addr = _group_index_sql(rules.groups, "__addr", addresses=True)
     w_cols = ", ".join(f"{what[c]} AS {c}" for c in (*RULE_TARGETS, "__node", "__gn"))
     w_on = " AND ".join(f"__r.{k} IS NOT DISTINCT FROM __w.{k}" for k in keys)
-    a_on = " AND ".join(f"__r.{k} IS NOT DISTINCT FROM __a.{k}" for k in who)
     columns = "__r.* EXCLUDE (__qenv)" if qenv else "__r.*"
+    addr, by_addr, a_cte, a_join = _per_client(rules, trusted_proxies)
     return f"""
 WITH __r AS MATERIALIZED (SELECT *{qenv} FROM ({relation})),
-__w AS (SELECT {", ".join(keys)}, {w_cols} FROM (SELECT DISTINCT {", ".join(keys)} FROM __r)),
-__a AS (SELECT {", ".join(who)}, {addr} AS __addr, {by_addr} AS __ga
-        FROM (SELECT DISTINCT {", ".join(who)} FROM __r))
+__w AS (SELECT {", ".join(keys)}, {w_cols} FROM (SELECT DISTINCT {", ".join(keys)} FROM __r)){a_cte}
 SELECT {columns}, {", ".join(f"__w.{c}" for c in RULE_TARGETS)},
-  coalesce(__w.__node, __a.__addr) AS requester,
-  {_group_name_sql(rules.groups, "__w.__gn", "__a.__ga")} AS requester_group
-FROM __r LEFT JOIN __w ON {w_on} LEFT JOIN __a ON {a_on}
+  coalesce(__w.__node, {addr}) AS requester,
+  {_group_name_sql(rules.groups, "__w.__gn", by_addr)} AS requester_group
+FROM __r LEFT JOIN __w ON {w_on}{a_join}
 """
+
+
+def _per_client(rules: Rules, trusted_proxies: Sequence[str]) -> tuple[str, str, str, str]:
+    """(requester address, its group index, CTE, join) for classified_sql: the address
+    and group computed once per distinct client and joined back, or, with neither trusted
+    proxies nor groups, the client itself and no join (a fifth of classifying a batch)."""
+    if not trusted_proxies and not rules.groups:
+        return "__r.client", "CAST(NULL AS INTEGER)", "", ""
+    who = ["client", "forwarded_for"] if trusted_proxies else ["client"]
+    by_addr = _group_index_sql(rules.groups, "__addr", addresses=True)
+    cte = (
+        f",\n__a AS (SELECT {', '.join(who)}, {requester_address_sql(trusted_proxies)} AS __addr, "
+        f"{by_addr} AS __ga\n        FROM (SELECT DISTINCT {', '.join(who)} FROM __r))"
+    )
+    on = " AND ".join(f"__r.{k} IS NOT DISTINCT FROM __a.{k}" for k in who)
+    return "__a.__addr", "__a.__ga", cte, f" LEFT JOIN __a ON {on}"
 
 
 def detect_profile(paths: Sequence[str]) -> str:
