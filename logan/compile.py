@@ -101,11 +101,15 @@ class CompiledFormat:
         None when the format's shape does not allow splitting."""
         return _fast_plan(self, rel)
 
+    def match_sql(self, line: str = "line") -> str:
+        """SQL predicate: the exact path's regex reads the line."""
+        return f"regexp_full_match({line}, {sql_str(self.regex)})"
+
     def exact_raw_sql(self, rel: str) -> str:
         names = ", ".join(sql_str(f.alias) for f in self.fields)
         cols = [f"{self._decode(f'm.{f.alias}', f)} AS {f.alias}" for f in self.fields]
         return (
-            f"SELECT line_no, line, regexp_full_match(line, {sql_str(self.regex)}) AS matched, "
+            f"SELECT line_no, line, {self.match_sql()} AS matched, "
             + ", ".join(cols)
             + f" FROM (SELECT line_no, line, regexp_extract(line, {sql_str(self.regex)}, "
             f"[{names}]) AS m FROM {rel})"
@@ -134,7 +138,11 @@ class CompiledFormat:
                 typ = schema.REQUEST_TYPES[col]
                 if typ in ("SMALLINT", "INTEGER"):  # a status of 99999 is a bad line, not a crash
                     cols[col] = f"TRY_CAST({t.sql} AS {typ})"
-                    t = Typed(cols[col], f"({t.ok} AND ({f.alias} = '-' OR {cols[col]} IS NOT NULL))")
+                    fits = f"({f.alias} = '-' OR {cols[col]} IS NOT NULL)"
+                    # When the wide check is the same test on the wide value, a value that fits
+                    # passes it too: testing both cost 20 ms per 64 MB block of HAProxy lines.
+                    wide_only = t.ok == f"({f.alias} = '-' OR {t.sql} IS NOT NULL)"
+                    t = Typed(cols[col], fits if wide_only else f"({t.ok} AND {fits})")
                 checks.append((t.ok, f"bad {f.spec.directive} value"))
         for f in self.fields:  # columns a field fills besides its own (upstream_tries)
             for col, conv in f.spec.also:
@@ -153,7 +161,10 @@ class CompiledFormat:
             pairs += [(name, f"CASE WHEN {flag} THEN 'true' END") for name, flag in self._flags(tz)]
             entries = ", ".join(f"{{'key': {sql_str(k)}, 'value': {v}}}" for k, v in pairs)
             kept = f"list_filter([{entries}], lambda e: e.value IS NOT NULL)"
-            cols["extra"] = f"CASE WHEN len({kept}) > 0 THEN map_from_entries({kept}) END"
+            # Most lines have no entry (HAProxy: "-" cookies, no captures): testing the values
+            # first builds no list for them, 50 ms less per 64 MB block of HAProxy lines.
+            some = " OR ".join(f"({v}) IS NOT NULL" for _, v in pairs)
+            cols["extra"] = f"CASE WHEN {some} THEN map_from_entries({kept}) END"
         return cols, checks
 
     def _extra_value(self, f: Field, tz: str) -> str:
@@ -270,6 +281,24 @@ def prefix_regex(dialect: Dialect) -> str | None:
     if not dialect.prefixes:
         return None
     return "(?:" + "|".join(f"(?:{p['regex']})" for p in dialect.prefixes.values()) + ")"
+
+
+def strip_prefix_sql(dialect: Dialect, line: str) -> str:
+    """SQL for `line` without the dialect's prefix it starts with, if any: the cut both the
+    split path and events make. Alone, RE2 picks the prefix that the exact path's regex
+    ("prefix? format") picks too whenever the rest reads as the format, so a line the split
+    path takes reads the same on both paths.
+
+    regexp_replace takes the match off in one call: 15 ms less per 64 MB block of HAProxy
+    lines than substr(line, length(regexp_extract(..)) + 1). A cut at the first ": " costs
+    less still, but that is not the header's end when the host ends with ":" or, with no
+    host, the tag is followed by what reads as another tag; and checking that the text
+    before it is a header (the date character by character, host, tag, pid) costs DuckDB
+    more than the regex."""
+    prefix = prefix_regex(dialect)
+    if prefix is None:
+        return line
+    return f"regexp_replace({line}, {sql_str('^' + prefix)}, '')"
 
 
 def _with_prefix(regex: str, dialect: Dialect) -> str:
@@ -434,10 +463,7 @@ def _restore_lists(seg: list[str | Field], lists: bool, raw: dict[str, str]) -> 
 
 def _body_sql(dialect: Dialect) -> str:
     """The line without its prefix (syslog header), if it has one of the dialect's."""
-    prefix = prefix_regex(dialect)
-    if prefix is None:
-        return "line"
-    return f"substr(line, length(regexp_extract(line, {sql_str('^' + prefix)})) + 1)"
+    return strip_prefix_sql(dialect, "line")
 
 
 def _word_groups(words: list[list]) -> list[tuple[int, list[list]]]:

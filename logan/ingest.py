@@ -333,23 +333,50 @@ def _ingest_batch(
 
 
 def _left_over(con, params: dict, n_fast: int, batch: Batch) -> str:  # noqa: ANN001
-    """The lines of the batch the split path did not insert: the batch's lines without a
-    row of this ingest. Rows are found by line number within the batch's range, where the
-    table's zone maps skip everything else (filter pushdown on for this one statement)."""
+    """The lines of the batch the split path did not insert, as a relation: the batch's
+    lines without a row of this ingest.
+
+    One bit per line of the batch says which have a row (filter pushdown on for that one
+    statement: the table's zone maps skip the rows of other batches). The usual few lines
+    left over (HAProxy's event lines) are then cut out of the batch's Arrow table: 5 ms a
+    batch, where an anti-join of the batch against the rows just inserted took 20 ms."""
+    if n_fast == 0:
+        return "__batch"
     lo, hi = batch.first_line, batch.first_line + batch.lines - 1
     con.execute("SET disabled_optimizers = ''")
     try:
-        n_left = con.execute(
-            "CREATE OR REPLACE TEMP TABLE __left_lines AS SELECT line_no, line FROM __batch "
-            f"WHERE line_no NOT IN (SELECT line_no FROM {schema.REQUESTS_TABLE} "
-            "WHERE ingest_id = $ingest_id AND line_no BETWEEN $lo AND $hi)",
+        bits = con.execute(
+            f"SELECT bitstring_agg(line_no, $lo, $hi)::VARCHAR FROM {schema.REQUESTS_TABLE} "
+            "WHERE ingest_id = $ingest_id AND line_no BETWEEN $lo AND $hi",
             {"ingest_id": params["ingest_id"], "lo": lo, "hi": hi},
         ).fetchall()[0][0]
     finally:
         con.execute("SET disabled_optimizers = 'filter_pushdown'")
+    bits = bits or "0" * batch.lines
+    n_left = bits.count("0")
     if n_fast + n_left != batch.lines:
         raise RuntimeError(f"{params['source']}: lines {lo}-{hi}: {n_fast} rows, {n_left} left")
-    return "__left_lines"
+    # Runs of consecutive lines left over, one slice of the batch each. Past a thousand, the
+    # slicing costs more in Python than a pass over the batch does in DuckDB.
+    runs: list[tuple[int, int]] = []
+    start = bits.find("0")
+    while start != -1 and len(runs) <= 1000:
+        end = bits.find("1", start)
+        end = len(bits) if end == -1 else end
+        runs.append((start, end - start))
+        start = bits.find("0", end)
+    if start == -1:
+        # One chunk: DuckDB scans an Arrow table chunk by chunk, slowly when they are tiny.
+        pieces = [batch.table.slice(i, n) for i, n in runs] or [batch.table.slice(0, 0)]
+        left = pa.concat_tables(pieces).combine_chunks()
+        con.register("__left_lines", left)
+        return "__left_lines"
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE __left_lines_t AS SELECT line_no, line FROM __batch "
+        "WHERE get_bit($bits::BIT, CAST(line_no - $lo AS INTEGER)) = 0",
+        {"bits": bits, "lo": lo},
+    )
+    return "__left_lines_t"
 
 
 def _exact_path(con, cf, fast, tz, classification, params, n_fast, batch):  # noqa: ANN001, ANN201
@@ -358,20 +385,36 @@ def _exact_path(con, cf, fast, tz, classification, params, n_fast, batch):  # no
     reason. Returns (rows, events, rejects by reason)."""
     label = params["source"]
     left = "__batch" if fast is None else _left_over(con, params, n_fast, batch)
-    typed = rows.typed_sql(cf, cf.exact_raw_sql(left), tz, with_reason=True)
-    con.execute(f"CREATE OR REPLACE TEMP TABLE __left AS {typed}")
-    n_rows = con.execute(rows.insert_from_typed_sql(cf, "__left", classification), params).fetchall()[0][0]
-    n_events = events.insert_events(con, cf, "(SELECT line_no, line FROM __left WHERE NOT __ok)", params, tz)
-    rejected = f"NOT __ok AND NOT {events.matches_sql(cf)}"
+    # Planning the typed projection of the regex's fields takes 15 ms and inserting from it
+    # 8 ms, whatever the number of lines: skipped when no line reads at all (a batch whose
+    # only left-overs are HAProxy's event lines).
+    reads = con.execute(f"SELECT 1 FROM {left} WHERE {cf.match_sql()} LIMIT 1").fetchall()
+    n_rows = 0
+    if reads:
+        typed = rows.typed_sql(cf, cf.exact_raw_sql(left), tz, with_reason=True)
+        con.execute(f"CREATE OR REPLACE TEMP TABLE __left AS {typed}")
+        inserted = con.execute(rows.insert_from_typed_sql(cf, "__left", classification), params)
+        n_rows = inserted.fetchall()[0][0]
+        not_rows = "SELECT line_no, line, __reason FROM __left WHERE NOT __ok"
+    else:
+        # rows.typed_sql's reasons for a line the regex does not read.
+        reason = "CASE WHEN line = '' THEN 'empty line' ELSE 'does not match format' END"
+        not_rows = f"SELECT line_no, line, {reason} AS __reason FROM {left}"
     con.execute(
-        f"INSERT INTO rejects SELECT $source, line_no, line, __reason FROM __left WHERE {rejected}",
+        f"CREATE OR REPLACE TEMP TABLE __not_rows AS SELECT *, {events.matches_sql(cf)} AS __event "
+        f"FROM ({not_rows})"
+    )
+    n_events = events.insert_events(con, cf, "(SELECT * FROM __not_rows WHERE __event)", params, tz)
+    con.execute(
+        "INSERT INTO rejects SELECT $source, line_no, line, __reason FROM __not_rows WHERE NOT __event",
         {"source": label},
     )
     reasons = Counter(
-        dict(con.execute(f"SELECT __reason, count(*) FROM __left WHERE {rejected} GROUP BY 1").fetchall())
+        dict(con.execute("SELECT __reason, count(*) FROM __not_rows WHERE NOT __event GROUP BY 1").fetchall())
     )
-    con.execute("DROP TABLE __left")
-    con.execute("DROP TABLE IF EXISTS __left_lines")
+    for table in ("__not_rows", "__left", "__left_lines_t"):
+        con.execute(f"DROP TABLE IF EXISTS {table}")
+    con.unregister("__left_lines")
     return n_rows, n_events, reasons
 
 
