@@ -66,9 +66,18 @@ SPECS = [
         '%v %h %l %u %t "%r" %>s %b "%{Referer}i" "%{User-Agent}i" (%P-%{php_seconds}n)',
     ),
 ]
-CLEAN = [s for s in SPECS if s.file.split("/")[0] in
-         {"netnea_apache_extended_t5", "netnea_apache_extended_labor07", "netnea_apache_extended_labor06",
-          "puppet_access_ssl", "basjes_hackers_access"}]
+CLEAN = [
+    s
+    for s in SPECS
+    if s.file.split("/")[0]
+    in {
+        "netnea_apache_extended_t5",
+        "netnea_apache_extended_labor07",
+        "netnea_apache_extended_labor06",
+        "puppet_access_ssl",
+        "basjes_hackers_access",
+    }
+]
 
 
 def raw_lines(path: Path) -> list[str]:
@@ -154,8 +163,10 @@ def test_sum_of_D_equals_an_independent_sum(corpus, spec):
 
 def test_sum_of_D_matches_provenance_extremes(corpus):
     # PROVENANCE.txt: t5 %D min 18, max 301,455,050; labor06 min 823, max 6,076,221.
-    for name, lo, hi in [("netnea_apache_extended_t5", 18, 301_455_050),
-                         ("netnea_apache_extended_labor06", 823, 6_076_221)]:
+    for name, lo, hi in [
+        ("netnea_apache_extended_t5", 18, 301_455_050),
+        ("netnea_apache_extended_labor06", 823, 6_076_221),
+    ]:
         _, req, _ = ingested(corpus, spec_of(name))
         assert (req.duration_us.min(), req.duration_us.max()) == (lo, hi)
 

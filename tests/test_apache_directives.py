@@ -104,8 +104,12 @@ def test_u_empty_user_name_is_empty_string(one):
 
 @pytest.mark.parametrize(
     "stamp",
-    ["10/Oct/2000:13:55:36 -0700", "01/Dec/2013:09:22:29 +0100", "29/Feb/2016:23:59:59 +0545",
-     "31/Dec/1999:23:00:00 -1200"],
+    [
+        "10/Oct/2000:13:55:36 -0700",
+        "01/Dec/2013:09:22:29 +0100",
+        "29/Feb/2016:23:59:59 +0545",
+        "31/Dec/1999:23:00:00 -1200",
+    ],
 )
 def test_t_clf_time_is_utc(one, stamp):
     row = one("%h %t", f"h [{stamp}]")
@@ -171,8 +175,9 @@ def test_strftime_with_fraction(one, frac_fmt, frac, us):
 
 
 def test_strftime_fraction_in_tz(one):
-    row = one("%h [%{%Y-%m-%d %H:%M:%S}t.%{usec_frac}t]", "h [2016-09-02 10:42:51.000001]",
-              tz="Europe/Zurich")
+    row = one(
+        "%h [%{%Y-%m-%d %H:%M:%S}t.%{usec_frac}t]", "h [2016-09-02 10:42:51.000001]", tz="Europe/Zurich"
+    )
     expected = local("2016-09-02 10:42:51", "%Y-%m-%d %H:%M:%S", "Europe/Zurich") + timedelta(microseconds=1)
     assert row["ts_start"] == expected
 
@@ -318,8 +323,13 @@ def test_duplicate_extra_names_do_not_crash(ingest_text):
 
 @pytest.mark.parametrize(
     ("fmt", "bad"),
-    [("%h %>s", "99999"), ("%h %T", "99999999999999"), ("%h %{ms}T", "99999999999999999"),
-     ("%h %{sec}t", "99999999999999"), ("%h %{remote}p", "99999999999")],
+    [
+        ("%h %>s", "99999"),
+        ("%h %T", "99999999999999"),
+        ("%h %{ms}T", "99999999999999999"),
+        ("%h %{sec}t", "99999999999999"),
+        ("%h %{remote}p", "99999999999"),
+    ],
 )
 def test_out_of_range_number_is_one_reject(ingest_text, fmt, bad):
     _, req, rej = ingest_text(f"h {bad}\nh 200\n", fmt)
@@ -417,8 +427,10 @@ def test_v_and_V(one):
 
 
 def test_vhost_port_prefix_and_ipv6_client(one):
-    row = one('%v:%p %h %l %u %t "%r" %>s %O', 'www.example.com:443 2001:db8::1 - - '
-              '[10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.1" 200 7')
+    row = one(
+        '%v:%p %h %l %u %t "%r" %>s %O',
+        'www.example.com:443 2001:db8::1 - - [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.1" 200 7',
+    )
     got = (row["vhost"], row["client"], row["status"], row["bytes_sent"])
     assert got == ("www.example.com", "2001:db8::1", 200, 7)
     assert extra(row) == {"server_port": "443"}
@@ -442,9 +454,13 @@ def test_remote_port(one):
 
 @pytest.mark.parametrize(
     ("directive", "text", "key"),
-    [("%P", "12345", "pid"), ("%k", "3", "keepalives"), ("%X", "+", "conn_status"),
-     ("%X", "X", "conn_status"),
-     ("%L", "VfqW0cCoAwcAACKIUAEAAAAF", "log_id")],
+    [
+        ("%P", "12345", "pid"),
+        ("%k", "3", "keepalives"),
+        ("%X", "+", "conn_status"),
+        ("%X", "X", "conn_status"),
+        ("%L", "VfqW0cCoAwcAACKIUAEAAAAF", "log_id"),
+    ],
 )
 def test_connection_extras(one, directive, text, key):
     assert extra(one(f"%h {directive}", f"h {text}")) == {key: text}
@@ -652,22 +668,25 @@ def test_backslash_elsewhere_gives_identical_row(ingest_text):
         assert (null(a[col]) and null(b[col])) or a[col] == b[col], col
 
 
-VARIED = "\n".join(
-    [
-        _line(1, "Mozilla/5.0 (X11; Linux x86_64)"),
-        '2001:41d0:8:f69::1 - bob [01/Dec/2013:09:22:29 +0100] "POST /a?b=c&d HTTP/1.0" 302 - 55 '
-        '"http://x/" "-"',
-        '192.0.2.9 - - [10/Oct/2000:13:55:36 -0700] "\\x16\\x03\\x01" 400 226 - "-" "-"',
-        '192.0.2.9 - - [10/Oct/2000:13:55:36 -0700] "-" 408 - - "-" "-"',
-        '192.0.2.9 - - [10/Oct/2000:13:55:36 -0700] "GET /q\\"x HTTP/1.1" 200 1 2 "-" "a \\"b\\""',
-        "",
-        "garbage",
-        '192.0.2.9 - - [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.1" - - - "-" "-"',
-        '192.0.2.9 - - [31/Dec/1999:23:59:59 -1200] "OPTIONS * HTTP/1.1" 200 0 1 "-" "curl/8.0"',
-        '192.0.2.9 - - [10/Oct/2000:13:55:36 -0700] "GET /  HTTP/1.1" 200 0 1 "-" "-"',
-        '192.0.2.9 - - [10/Oct/2000:13:55:36 -0700] "GET /x HTTP/1.1" 200 0 1x "-" "-"',
-    ]
-) + "\n"
+VARIED = (
+    "\n".join(
+        [
+            _line(1, "Mozilla/5.0 (X11; Linux x86_64)"),
+            '2001:41d0:8:f69::1 - bob [01/Dec/2013:09:22:29 +0100] "POST /a?b=c&d HTTP/1.0" 302 - 55 '
+            '"http://x/" "-"',
+            '192.0.2.9 - - [10/Oct/2000:13:55:36 -0700] "\\x16\\x03\\x01" 400 226 - "-" "-"',
+            '192.0.2.9 - - [10/Oct/2000:13:55:36 -0700] "-" 408 - - "-" "-"',
+            '192.0.2.9 - - [10/Oct/2000:13:55:36 -0700] "GET /q\\"x HTTP/1.1" 200 1 2 "-" "a \\"b\\""',
+            "",
+            "garbage",
+            '192.0.2.9 - - [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.1" - - - "-" "-"',
+            '192.0.2.9 - - [31/Dec/1999:23:59:59 -1200] "OPTIONS * HTTP/1.1" 200 0 1 "-" "curl/8.0"',
+            '192.0.2.9 - - [10/Oct/2000:13:55:36 -0700] "GET /  HTTP/1.1" 200 0 1 "-" "-"',
+            '192.0.2.9 - - [10/Oct/2000:13:55:36 -0700] "GET /x HTTP/1.1" 200 0 1x "-" "-"',
+        ]
+    )
+    + "\n"
+)
 
 
 def test_fast_and_exact_paths_agree_on_every_line(ingest_text, monkeypatch):

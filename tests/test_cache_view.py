@@ -61,18 +61,26 @@ def expected_group(rs: list[dict], all_us: int) -> dict:
     sized = [s for s in sizes if s]  # URLs with a 2xx answer that has a size
     known = [r for r in ok if r["cache_status"] is not None]
     return {
-        "get_requests": len(rs), "requests": len(ok), "ok_share": len(ok) / len(rs),
+        "get_requests": len(rs),
+        "requests": len(ok),
+        "ok_share": len(ok) / len(rs),
         "not_modified_share": sum(r["status"] == 304 for r in ok) / len(ok),
-        "clients": len({r["requester"] or r["client"] for r in ok}), "urls": len(urls),
-        "total_us": timed.sum(), "share": timed.sum() / all_us, "avg_us": timed.mean(),
-        "p50_us": np.percentile(timed, 50), "p95_us": np.percentile(timed, 95),
+        "clients": len({r["requester"] or r["client"] for r in ok}),
+        "urls": len(urls),
+        "total_us": timed.sum(),
+        "share": timed.sum() / all_us,
+        "avg_us": timed.mean(),
+        "p50_us": np.percentile(timed, 50),
+        "p95_us": np.percentile(timed, 95),
         "size_values": len(set(two)),
         "size_cv": np.std(two, ddof=1) / np.mean(two) if len(two) > 1 else None,
         "sizes_per_url": sum(sized) / len(sized) if sized else None,
         "cache_known": len(known),
-        "hit_share": (sum(_served_from_cache(r["cache_status"]) for r in known) / len(known)
-                      if known else None),  # fmt: skip
-        "saved_us": round(saved), "saved_share": saved / all_us,
+        "hit_share": (
+            sum(_served_from_cache(r["cache_status"]) for r in known) / len(known) if known else None
+        ),  # fmt: skip
+        "saved_us": round(saved),
+        "saved_share": saved / all_us,
     }
 
 

@@ -36,9 +36,7 @@ def classified(rows: list[dict], profile: str, rules=None, trusted=()) -> pd.Dat
     per_row = con.execute(f"SELECT path, {cols} FROM requests ORDER BY line_no").df()
     rel = f"SELECT * EXCLUDE ({', '.join(CLASSIFIED)}) FROM requests"
     joined_sql = classified_sql(rel, profile, rules, trusted)
-    joined = con.execute(
-        f"SELECT path, {', '.join(CLASSIFIED)} FROM ({joined_sql}) ORDER BY line_no"
-    ).df()
+    joined = con.execute(f"SELECT path, {', '.join(CLASSIFIED)} FROM ({joined_sql}) ORDER BY line_no").df()
     pd.testing.assert_frame_equal(per_row, joined)
     return per_row
 

@@ -90,26 +90,66 @@ def db(tmp_path, log) -> Path:
 
 
 def test_sql_csv_equals_independent_count(db):
-    out = ok(logan("sql", "--db", str(db), "-o", "csv",
-                   "SELECT status, count(*) AS n, sum(duration_us) AS d FROM requests GROUP BY 1 ORDER BY 1"))
+    out = ok(
+        logan(
+            "sql",
+            "--db",
+            str(db),
+            "-o",
+            "csv",
+            "SELECT status, count(*) AS n, sum(duration_us) AS d FROM requests GROUP BY 1 ORDER BY 1",
+        )
+    )
     rows = list(csv.DictReader(io.StringIO(out)))
     got = {int(r["status"]): (int(r["n"]), None if r["d"] == "" else float(r["d"])) for r in rows}
     assert got == {s: (n, None if d is None else float(d)) for s, (n, d) in expected_by_status().items()}
 
 
 def test_sql_json_values(db):
-    out = ok(logan("sql", "--db", str(db), "-o", "json",
-                   "SELECT line_no, client, path, query, bytes_sent, duration_us, ts_start, user_agent "
-                   "FROM requests WHERE line_no IN (2, 10, 14) ORDER BY line_no"))
+    out = ok(
+        logan(
+            "sql",
+            "--db",
+            str(db),
+            "-o",
+            "json",
+            "SELECT line_no, client, path, query, bytes_sent, duration_us, ts_start, user_agent "
+            "FROM requests WHERE line_no IN (2, 10, 14) ORDER BY line_no",
+        )
+    )
     got = json.loads(out)
     # Line 2: 304 with size '-'; line 10: %D '-'; line 14: everything present.
     assert got == [
-        {"line_no": 2, "client": "10.0.2.2", "path": "/item/2", "query": "q=2", "bytes_sent": None,
-         "duration_us": 2003, "ts_start": "2000-10-10T20:55:02.000", "user_agent": "agent/2"},
-        {"line_no": 10, "client": "10.0.1.3", "path": "/item/10", "query": "q=10", "bytes_sent": 110,
-         "duration_us": None, "ts_start": "2000-10-10T20:55:10.000", "user_agent": "agent/2"},
-        {"line_no": 14, "client": "10.0.2.0", "path": "/item/14", "query": "q=14", "bytes_sent": 114,
-         "duration_us": 14003, "ts_start": "2000-10-10T20:55:14.000", "user_agent": "agent/2"},
+        {
+            "line_no": 2,
+            "client": "10.0.2.2",
+            "path": "/item/2",
+            "query": "q=2",
+            "bytes_sent": None,
+            "duration_us": 2003,
+            "ts_start": "2000-10-10T20:55:02.000",
+            "user_agent": "agent/2",
+        },
+        {
+            "line_no": 10,
+            "client": "10.0.1.3",
+            "path": "/item/10",
+            "query": "q=10",
+            "bytes_sent": 110,
+            "duration_us": None,
+            "ts_start": "2000-10-10T20:55:10.000",
+            "user_agent": "agent/2",
+        },
+        {
+            "line_no": 14,
+            "client": "10.0.2.0",
+            "path": "/item/14",
+            "query": "q=14",
+            "bytes_sent": 114,
+            "duration_us": 14003,
+            "ts_start": "2000-10-10T20:55:14.000",
+            "user_agent": "agent/2",
+        },
     ]
 
 
@@ -125,10 +165,29 @@ def test_sql_table_output(db):
 
 
 def test_ingest_appends_to_store_and_stdin(db, log):
-    ok(logan("ingest", "-", "--db", str(db), "--format", "combined_D", "--label", "again",
-             stdin=log.read_bytes()))
-    out = ok(logan("sql", "--db", str(db), "-o", "csv",
-                   "SELECT source, count(*) AS n FROM requests GROUP BY 1 ORDER BY 1"))
+    ok(
+        logan(
+            "ingest",
+            "-",
+            "--db",
+            str(db),
+            "--format",
+            "combined_D",
+            "--label",
+            "again",
+            stdin=log.read_bytes(),
+        )
+    )
+    out = ok(
+        logan(
+            "sql",
+            "--db",
+            str(db),
+            "-o",
+            "csv",
+            "SELECT source, count(*) AS n FROM requests GROUP BY 1 ORDER BY 1",
+        )
+    )
     rows = list(csv.DictReader(io.StringIO(out)))
     assert [(r["source"], int(r["n"])) for r in rows] == sorted([("again", N), (str(log), N)])
 
@@ -155,8 +214,11 @@ def test_tz_note_in_summary(tmp_path):
 
 
 def test_python_dash_m(tmp_path, log):
-    r = subprocess.run([sys.executable, "-m", "logan", "ingest", str(log), "--format", "combined_D"],
-                       capture_output=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "logan", "ingest", str(log), "--format", "combined_D"],
+        capture_output=True,
+        timeout=120,
+    )
     assert r.returncode == 0 and b"Traceback" not in r.stderr
     assert re.search(rf"requests\s+{N}\b", r.stderr.decode())
 
@@ -165,8 +227,11 @@ def test_python_dash_m(tmp_path, log):
 
 
 def test_unknown_format(tmp_path, log):
-    refused(logan("ingest", str(log), "--db", str(tmp_path / "x.duckdb"), "--format", "nosuch"),
-            "unknown format 'nosuch'", "combined_D")
+    refused(
+        logan("ingest", str(log), "--db", str(tmp_path / "x.duckdb"), "--format", "nosuch"),
+        "unknown format 'nosuch'",
+        "combined_D",
+    )
 
 
 def test_unknown_directive(tmp_path, log):

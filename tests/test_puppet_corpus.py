@@ -13,9 +13,7 @@ from logan import stats as st
 LOG = (Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "puppet_access_ssl"
        / "puppet_access_ssl.log")  # fmt: skip
 # Deliberately simple and separate from logan.classify: "METHOD /env/indirection[/key]".
-LINE = re.compile(
-    r'^(\S+) .*?"(GET|POST|PUT|DELETE|HEAD) /(\w+)/(\w+)(?:/([^ ?]*))?[^"]*" (\d{3}) (\d+|-)'
-)
+LINE = re.compile(r'^(\S+) .*?"(GET|POST|PUT|DELETE|HEAD) /(\w+)/(\w+)(?:/([^ ?]*))?[^"]*" (\d{3}) (\d+|-)')
 
 pytestmark = pytest.mark.skipif(not LOG.is_file(), reason=f"corpus absent: {LOG}")
 
@@ -50,9 +48,7 @@ def test_every_line_is_a_request(store, lines) -> None:
 
 def test_counts_per_environment_and_indirector(store, lines) -> None:
     want = Counter((m[3], m[2], m[4]) for m in lines)
-    got = counted(
-        store, "SELECT environment, method, indirector, count(*) FROM requests GROUP BY ALL"
-    )
+    got = counted(store, "SELECT environment, method, indirector, count(*) FROM requests GROUP BY ALL")
     assert got == want
     assert want[("dev", "GET", "file_content")] == 1600  # the log's own PROVENANCE numbers
     table = st.stats(store.con, by=["environment", "indirector"], top=0)
@@ -82,9 +78,7 @@ def test_agents_are_named_by_their_catalog_and_report_keys(store, lines) -> None
 def test_statuses_and_resources(store, lines) -> None:
     got = counted(store, "SELECT status, count(*) FROM requests GROUP BY ALL")
     assert got == Counter({(int(k),): v for k, v in Counter(m[6] for m in lines).items()})
-    missing = store.con.execute(
-        "SELECT DISTINCT resource FROM requests WHERE status = 404"
-    ).fetchall()
+    missing = store.con.execute("SELECT DISTINCT resource FROM requests WHERE status = 404").fetchall()
     assert missing == [("modules/users/sudoers_xenu_open",)]
     text = st.headline(store.con)
     assert "2,383 requests" in text and "GET file_content: 77% of all requests" in text

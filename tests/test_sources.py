@@ -31,7 +31,7 @@ def make_line(i: int, pad: int = 0, ua: str = "-") -> str:
     """Line i of a generated combined_D log: its values are functions of i."""
     path = f"/r{i}/" + "x" * pad
     return (
-        f'192.0.2.{i % 250} - - [10/Oct/2000:13:{i // 60 % 60:02d}:{i % 60:02d} +0000] '
+        f"192.0.2.{i % 250} - - [10/Oct/2000:13:{i // 60 % 60:02d}:{i % 60:02d} +0000] "
         f'"GET {path} HTTP/1.1" 200 {i * 3} {i * 1000 + 7} "-" "{ua}"'
     )
 
@@ -100,7 +100,9 @@ def test_stdin_via_cli(tmp_path):
     db = tmp_path / "s.duckdb"
     r = subprocess.run(
         ["logan", "ingest", "-", "--db", str(db), "--format", "combined_D", "--profile", "none"],
-        input=data, capture_output=True, timeout=120,
+        input=data,
+        capture_output=True,
+        timeout=120,
     )
     assert r.returncode == 0, r.stderr.decode()
     with open_store(db, read_only=True) as st:
@@ -114,9 +116,24 @@ def test_stdin_gz_with_label_via_module(tmp_path):
     data, pads = make_log(40)
     db = tmp_path / "s.duckdb"
     r = subprocess.run(
-        [sys.executable, "-m", "logan", "ingest", "-", "--db", str(db), "--format", "combined_D",
-         "--label", "web1", "--profile", "none"],
-        input=gzip.compress(data), capture_output=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "logan",
+            "ingest",
+            "-",
+            "--db",
+            str(db),
+            "--format",
+            "combined_D",
+            "--label",
+            "web1",
+            "--profile",
+            "none",
+        ],
+        input=gzip.compress(data),
+        capture_output=True,
+        timeout=120,
     )
     assert r.returncode == 0, r.stderr.decode()
     with open_store(db, read_only=True) as st:
@@ -136,8 +153,10 @@ def test_glob_expands_rotated_set(tmp_path):
     (tmp_path / "error.log").write_text("not an access log\n")
     s = ingest([str(tmp_path / "access.log*")], format="combined_D", profile="none")
     assert (s.lines, s.rows, s.rejects) == (60, 60, 0)
-    counts = s.store.sql("SELECT source, count(*) AS n, min(line_no) AS lo, max(line_no) AS hi "
-                         "FROM requests GROUP BY source ORDER BY source")
+    counts = s.store.sql(
+        "SELECT source, count(*) AS n, min(line_no) AS lo, max(line_no) AS hi "
+        "FROM requests GROUP BY source ORDER BY source"
+    )
     assert list(counts.source) == [str(tmp_path / k) for k in sorted(sizes)]
     assert list(counts.n) == [sizes[k] for k in sorted(sizes)]
     assert list(counts.lo) == [1, 1, 1]

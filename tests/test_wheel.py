@@ -42,8 +42,20 @@ def installed(tmp_path_factory) -> dict:
     r = run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], cwd=base)
     assert r.returncode == 0, r.stderr
     py = venv / "bin" / "python"
-    r = run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "--force-reinstall",
-             str(wheels[0])], cwd=base)
+    r = run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(py),
+            "install",
+            "--no-deps",
+            "--force-reinstall",
+            str(wheels[0]),
+        ],
+        cwd=base,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     outside = base / "elsewhere"
     outside.mkdir()
@@ -110,8 +122,18 @@ def test_installed_ingest_and_sql(installed):
     assert r.returncode == 0, r.stderr
     assert "combined_D" in r.stderr  # auto-detection read the presets from the installed package
     for db in ("s.duckdb", "auto.duckdb"):
-        r = run([str(installed["logan"]), "sql", "--db", db, "-o", "csv",
-                 "SELECT count(*) AS n, sum(duration_us) AS d, min(ts_start) AS t FROM requests"], cwd=cwd)
+        r = run(
+            [
+                str(installed["logan"]),
+                "sql",
+                "--db",
+                db,
+                "-o",
+                "csv",
+                "SELECT count(*) AS n, sum(duration_us) AS d, min(ts_start) AS t FROM requests",
+            ],
+            cwd=cwd,
+        )
         assert r.returncode == 0, r.stderr
         row = next(csv.DictReader(io.StringIO(r.stdout)))
         assert int(row["n"]) == 30
