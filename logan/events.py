@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from logan import schema
 from logan.compile import CompiledFormat, strip_prefix_sql
 from logan.convert import Typed, _local_to_utc, _strptime, sql_str
 
@@ -58,9 +59,10 @@ def matches_sql(cf: CompiledFormat, line: str = "line") -> str:
 NEAR_LINES = 50
 
 
-def insert_events(con: Any, cf: CompiledFormat, rel: str, params: dict[str, str], tz: str = "UTC") -> int:
+def insert_events(con: Any, cf: CompiledFormat, rel: str, params: dict[str, Any], tz: str = "UTC") -> int:
     """Insert the lines of `rel` (line_no, line) that are events into `events`; return how
-    many. `params` needs "source"; the lines of `rel` that are not events are left alone."""
+    many. `params` needs "source" and "ingest_id" (the requests whose year an event may
+    take are this ingest's own); the lines of `rel` that are not events are left alone."""
     kinds = _kinds(cf)
     if not kinds:
         return 0
@@ -87,9 +89,10 @@ def insert_events(con: Any, cf: CompiledFormat, rel: str, params: dict[str, str]
         "FROM __events"
     )
     timed = _with_time(cf, found, tz)
+    ingest_id = params["ingest_id"]
     params = {"source": params["source"]}
     if "$lo" in timed:
-        params |= {"lo": lo - NEAR_LINES, "hi": hi + NEAR_LINES, "near": NEAR_LINES}
+        params |= {"ingest_id": ingest_id, "lo": lo - NEAR_LINES, "hi": hi + NEAR_LINES, "near": NEAR_LINES}
     # The ingest turns filter pushdown off for its parsing; the nearest-request lookup
     # needs it, or every batch scans every request of the source stored so far.
     con.execute("SET disabled_optimizers = ''")
@@ -137,8 +140,8 @@ def _with_time(cf: CompiledFormat, found: str, tz: str) -> str:
     # The nearest request of this source before the event, else after it (within
     # NEAR_LINES lines): its year.
     near = (
-        "(SELECT line_no AS r_line, ts_start AS r_ts FROM requests "
-        "WHERE source = $source AND ts_start IS NOT NULL AND line_no BETWEEN $lo AND $hi "
+        f"(SELECT line_no AS r_line, ts_start AS r_ts FROM {schema.REQUESTS_TABLE} "
+        "WHERE ingest_id = $ingest_id AND ts_start IS NOT NULL AND line_no BETWEEN $lo AND $hi "
         "AND line_no IN (SELECT unnest(range(line_no - $near, line_no + $near + 1)) FROM __events))"
     )
     # One ordered pass over events and requests together (an ASOF join became a nested
