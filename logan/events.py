@@ -32,6 +32,7 @@ from typing import Any
 from logan import schema
 from logan.compile import CompiledFormat, strip_prefix_sql
 from logan.convert import Typed, _local_to_utc, _strptime, sql_str
+from logan.store import filter_pushdown
 
 _RFC3164 = "%Y %b %d %H:%M:%S"
 
@@ -93,17 +94,14 @@ def insert_events(con: Any, cf: CompiledFormat, rel: str, params: dict[str, Any]
     params = {"source": params["source"]}
     if "$lo" in timed:
         params |= {"ingest_id": ingest_id, "lo": lo - NEAR_LINES, "hi": hi + NEAR_LINES, "near": NEAR_LINES}
-    # The ingest turns filter pushdown off for its parsing; the nearest-request lookup
-    # needs it, or every batch scans every request of the source stored so far.
-    con.execute("SET disabled_optimizers = ''")
     try:
-        n = con.execute(
-            "INSERT INTO events (ts, source, line_no, kind, server, text) "
-            f"SELECT ts, $source, line_no, kind, server, msg FROM ({timed})",
-            params,
-        ).fetchall()[0][0]
+        with filter_pushdown(con):  # or every batch scans every request stored so far
+            n = con.execute(
+                "INSERT INTO events (ts, source, line_no, kind, server, text) "
+                f"SELECT ts, $source, line_no, kind, server, msg FROM ({timed})",
+                params,
+            ).fetchall()[0][0]
     finally:
-        con.execute("SET disabled_optimizers = 'filter_pushdown'")
         con.execute("DROP TABLE __events")
     return int(n)
 

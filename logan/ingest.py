@@ -20,7 +20,7 @@ from logan.compile import CompiledFormat, compile_format
 from logan.dialects import resolve_format
 from logan.errors import LoganError
 from logan.sources import DEFAULT_BLOCK, Batch, Source, expand, read_batches
-from logan.store import Store, open_store, stored_columns
+from logan.store import Store, filter_pushdown, open_store, stored_columns
 
 # DuckDB's memory during an ingest into a file: enough for a block's batch in flight (the
 # same speed as without a limit on a 5 GB log), small enough that RSS stays flat. The
@@ -343,15 +343,12 @@ def _left_over(con, params: dict, n_fast: int, batch: Batch) -> str:  # noqa: AN
     if n_fast == 0:
         return "__batch"
     lo, hi = batch.first_line, batch.first_line + batch.lines - 1
-    con.execute("SET disabled_optimizers = ''")
-    try:
+    with filter_pushdown(con):
         bits = con.execute(
             f"SELECT bitstring_agg(line_no, $lo, $hi)::VARCHAR FROM {schema.REQUESTS_TABLE} "
             "WHERE ingest_id = $ingest_id AND line_no BETWEEN $lo AND $hi",
             {"ingest_id": params["ingest_id"], "lo": lo, "hi": hi},
         ).fetchall()[0][0]
-    finally:
-        con.execute("SET disabled_optimizers = 'filter_pushdown'")
     bits = bits or "0" * batch.lines
     n_left = bits.count("0")
     if n_fast + n_left != batch.lines:

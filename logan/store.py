@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -172,3 +173,15 @@ def _in_transaction(con: duckdb.DuckDBPyConnection) -> bool:
 def open_store(path: str | Path | None = None, read_only: bool = False) -> Store:
     """Open (creating when needed) the store at `path`; None for an in-memory store."""
     return Store(path, read_only=read_only)
+
+
+@contextmanager
+def filter_pushdown(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Filter pushdown back on, for a lookup of this ingest's rows by line number (zone
+    maps then skip every other batch); the ingest keeps it off for its parsing, where
+    DuckDB would inline string_split(line, '"') into every use."""
+    con.execute("SET disabled_optimizers = ''")
+    try:
+        yield
+    finally:
+        con.execute("SET disabled_optimizers = 'filter_pushdown'")
