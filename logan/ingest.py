@@ -19,7 +19,7 @@ from logan import detect, events, rows, schema
 from logan.compile import CompiledFormat, compile_format
 from logan.dialects import resolve_format
 from logan.errors import LoganError
-from logan.sources import DEFAULT_BLOCK, Batch, Source, expand, read_batches
+from logan.sources import DEFAULT_BLOCK, ROW_GROUP, Batch, Source, expand, read_batches
 from logan.store import Store, filter_pushdown, open_store, stored_columns
 
 # DuckDB's memory during an ingest into a file: enough for a block's batch in flight (the
@@ -28,7 +28,7 @@ from logan.store import Store, filter_pushdown, open_store, stored_columns
 INGEST_MEMORY = {"plain": "256MB", "classified": "512MB"}
 
 # DuckDB scans an Arrow table in parallel by record batch: one per row group's worth.
-_SCAN_ROWS = 122_880
+_SCAN_ROWS = ROW_GROUP
 
 
 @dataclass

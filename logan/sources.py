@@ -96,6 +96,13 @@ class Batch:
 def lines_as_views(block: bytes | memoryview) -> pa.Array:
     """Every line of `block` (which ends at a line end, or at the end of input) as a
     string_view array into the block: no copy, no per-line Python."""
+    views = _line_views(block)
+    buffers = [None, pa.py_buffer(views), pa.py_buffer(block)]
+    return pa.Array.from_buffers(pa.string_view(), len(views), buffers)
+
+
+def _line_views(block: bytes | memoryview) -> np.ndarray:
+    """The Arrow string views (_VIEW records, data buffer 0) of every line of `block`."""
     a = np.frombuffer(block, np.uint8)
     ends = np.flatnonzero(a == 10)
     if len(a) and a[-1] != 10:  # last line without a terminator
@@ -120,7 +127,36 @@ def lines_as_views(block: bytes | memoryview) -> pa.Array:
         if len(short):
             idx = np.minimum(starts[short][:, None] + np.arange(12), last)
             raw[short, 4:16] = a[idx] * (np.arange(12) < lens[short][:, None])
-    return pa.Array.from_buffers(pa.string_view(), n, [None, pa.py_buffer(views), pa.py_buffer(block)])
+    return views
+
+
+# DuckDB's row group. A batch holds a multiple of it (but the last, and batches of small
+# blocks): a file store's checkpoint merges the part-filled row group that would end each
+# batch with its neighbours, rewriting them on one thread. HAProxy's 0.5 GB benchmark log
+# (306 k lines a block: a half-filled group each) spent a second at close doing that.
+ROW_GROUP = 122_880
+_INLINE = 12  # a view holds a string this short itself: no buffer index, no offset
+
+
+def _joined(held: np.ndarray, held_bufs: list, views: np.ndarray, block: object) -> tuple[np.ndarray, list]:
+    """Lines held back from earlier blocks, then the new block's."""
+    if not len(held):
+        return views, [block]
+    views["buf"][views["len"] > _INLINE] = len(held_bufs)
+    return np.concatenate([held, views]), [*held_bufs, block]
+
+
+def _hold_back(views: np.ndarray, bufs: list) -> tuple[np.ndarray, np.ndarray, list]:
+    """(lines to hand out now, in whole row groups; lines held back, with the buffers they
+    point into, renumbered)."""
+    keep = len(views) - len(views) % ROW_GROUP
+    if keep in (0, len(views)):
+        return views, np.zeros(0, _VIEW), []
+    held = views[keep:].copy()
+    long = held["len"] > _INLINE
+    used = np.unique(held["buf"][long])
+    held["buf"][long] = np.searchsorted(used, held["buf"][long])
+    return views[:keep], held, [bufs[i] for i in used]
 
 
 def _to_utf8(block: memoryview, ascii: bool) -> tuple[bytes | memoryview, int]:
@@ -196,27 +232,29 @@ def _fill(fh: io.BufferedIOBase, rest: bytes, block_size: int) -> tuple[bytearra
 def _blocks(fh: io.BufferedIOBase, block_size: int, skip_lines: int) -> Iterator[Batch]:
     line_no = 0
     rest = b""
-    while True:
+    held, held_bufs = np.zeros(0, _VIEW), []
+    eof = False
+    while not eof:
         # Each block gets its own buffer: the batches handed out point into it (string
         # views), and several are in flight at once.
         buf, filled = _fill(fh, rest, block_size)
-        if filled == len(rest):  # nothing more to read
-            if not rest:
-                return
-            cut = filled
-        else:
-            cut = buf.rfind(b"\n", 0, filled) + 1
-            if cut == 0:  # no line end yet: a line longer than the block
-                rest = bytes(buf[:filled])
-                continue
+        eof = filled < len(buf)
+        cut = filled if eof else buf.rfind(b"\n", 0, filled) + 1
+        if cut == 0:  # no line end yet: a line longer than the block
+            rest = bytes(buf[:filled])
+            continue
         rest = bytes(buf[cut:filled])
         block, bad = _to_utf8(memoryview(buf)[:cut], ascii=buf.isascii())
-        lines = lines_as_views(block)
-        n = len(lines)
+        views, bufs = _joined(held, held_bufs, _line_views(block), block)
+        if not eof:
+            views, held, held_bufs = _hold_back(views, bufs)
+        n = len(views)
         first = line_no + 1
         line_no += n
-        if line_no <= skip_lines:
+        if line_no <= skip_lines or (n == 0 and not cut):
             continue
+        buffers = [None, pa.py_buffer(views), *(pa.py_buffer(b) for b in bufs)]
+        lines = pa.Array.from_buffers(pa.string_view(), n, buffers)
         table = pa.table({"line_no": np.arange(first, first + n, dtype=np.int64), "line": lines})
         if first <= skip_lines:
             table = table.slice(skip_lines - first + 1)

@@ -304,6 +304,25 @@ def test_short_reads_lose_no_byte(step):
     assert sum(b.nbytes for b in got) == len(data) and sum(b.invalid_utf8 for b in got) == 1
 
 
+@pytest.mark.parametrize("block_size", [230, 1000, 10_000])
+def test_batches_come_in_whole_row_groups(monkeypatch, block_size):
+    # Every batch but the last holds a multiple of the row group (a block of 23 lines
+    # hands out 20 and holds 3 back), lines held back come first in the next batch (short
+    # ones inline in their view, long ones pointing into the older block), and nothing is
+    # lost, reordered or renumbered.
+    monkeypatch.setattr(sources, "ROW_GROUP", 10)
+    lines = [("x" * (i % 17)).encode() + b"-%d" % i for i in range(1, 98)]
+    data = b"\r\n".join(lines) + b"\n"
+    got = list(sources._blocks(io.BytesIO(data), block_size, 0))
+    sizes = [b.lines for b in got]
+    assert all(n % 10 == 0 for n in sizes[:-1]) and sum(sizes) == 97, sizes
+    assert len(got) == -(-len(data) // block_size) or block_size > len(data)  # one batch per block
+    texts = [t for b in got for t in b.table.column("line").to_pylist()]
+    assert texts == [ln.decode() for ln in lines]
+    assert [n for b in got for n in b.table.column("line_no").to_pylist()] == list(range(1, 98))
+    assert sum(b.nbytes for b in got) == len(data)
+
+
 def test_nul_bytes_after_a_crash(tmp_path):
     # A server that crashed can leave a run of NUL bytes where its buffered writes were lost.
     lines = [make_line(i).encode() for i in range(1, 6)]
