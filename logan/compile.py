@@ -14,6 +14,7 @@ columns, classification) is one shared SQL projection.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 
 from logan import schema
@@ -419,11 +420,13 @@ def _fast_plan(cf: CompiledFormat, rel: str) -> str | None:
         return None
     if quoted_split:
         conds.insert(0, f"len(p) = {len(segs)}")
-    # Lines with a backslash carry escapes: only the exact path decodes them.
+    # Lines with a backslash carry escapes: only the exact path decodes them. A tab would
+    # stay inside its word, where the regex's \S takes none.
     split_quote = f", string_split(__body, {sql_str(QUOTE)}) AS p" if quoted_split else ""
+    tab = " AND NOT contains(line, chr(9))" if sep == " " else ""
     inner = (
         f"SELECT line_no, line, __body{split_quote} FROM (SELECT line_no, line, "
-        f"{_body_sql(cf.dialect)} AS __body FROM {rel} WHERE NOT contains(line, '\\'))"
+        f"{_body_sql(cf.dialect)} AS __body FROM {rel} WHERE NOT contains(line, '\\'){tab})"
     )
     mid = f"SELECT *{''.join(', ' + s for s in splits)} FROM ({inner})"
     if subsplits:
@@ -459,6 +462,20 @@ def _restore_lists(seg: list[str | Field], lists: bool, raw: dict[str, str]) -> 
         else:
             conds.append(f"NOT regexp_matches({raw[f.alias]}, '[\x01\x02]')")
     return conds
+
+
+def _may_be_empty(f: Field) -> bool:
+    """Whether the exact path's regex takes an empty text for this bare field."""
+    return re.fullmatch(VALUE_PATTERNS.get(f.spec.value, r"\S+"), "") is not None
+
+
+def _never_empty(f: Field) -> bool:
+    """A bare field the exact path's regex never reads as "" and whose type check would
+    let "" through (text): the split path checks it is not empty (`static/`, a missing
+    field beside a doubled space)."""
+    if re.fullmatch(VALUE_PATTERNS.get(f.spec.value, r"\S+"), "") is not None:
+        return False
+    return not convert(f.spec.convert, f.alias, f.spec.arg, "UTC").ok
 
 
 def _body_sql(dialect: Dialect) -> str:
@@ -508,8 +525,8 @@ def _group_fields(
         post = "".join(t for t in template[template.index(fields[0]) + 1 :] if isinstance(t, str))
         if not pre and not post:
             raw[fields[0].alias] = text
-        else:
-            raw[fields[0].alias] = f"substr({text}, {len(pre) + 1}, length({text}) - {len(pre) + len(post)})"
+            return [f"{text} <> ''"] if n == 1 and _never_empty(fields[0]) else []
+        raw[fields[0].alias] = f"substr({text}, {len(pre) + 1}, length({text}) - {len(pre) + len(post)})"
         return []
     split = _split_fields(template, text, fields, f"{wname}_{start + 1}", raw, subsplits)
     if split is not None:
@@ -545,8 +562,10 @@ def _split_fields(
         # client:port with an IPv6 client (2001:db8::1:443): the port is after the last ":".
         raw[last.alias] = f"split_part({text}, {c}, -1)"
         raw[fields[0].alias] = f"left({text}, length({text}) - length({raw[last.alias]}) - 1)"
-        return [f"contains({text}, {c})"]
+        first_set = [f"NOT starts_with({text}, {c})"] if _never_empty(fields[0]) else []
+        return [f"contains({text}, {c})", *first_set]
     subsplits[name] = f"string_split({text}, {c})"
     for j, f in enumerate(fields, start=1):
         raw[f.alias] = f"{name}[{j}]"
-    return [f"len({name}) = {len(fields)}"]
+    all_set = [f"NOT list_contains({name}, '')"] if any(_never_empty(f) for f in fields) else []
+    return [f"len({name}) = {len(fields)}", *all_set]

@@ -169,3 +169,30 @@ def test_left_over_lines_that_no_regex_reads(tmp_path, monkeypatch):
     assert (s.rows, s.events, s.rejects) == (2, 1, 3)
     assert s.rejects_by_reason == {"does not match format": 2, "empty line": 1}
     assert t["rejects"]["line_no"].tolist() == [3, 4, 6]
+
+
+# Lines whose pieces are all there but one is empty, or that hold a tab inside a word: the
+# regex refuses an empty or tabbed \S+ field, so the split path must leave them too.
+HOLES = [
+    BODY.replace("static/srv1", "static/"),
+    BODY.replace("static/srv1", "/srv1"),
+    BODY.replace("10.0.1.2:33317", ":33317"),
+    BODY.replace(" http-in ", "  "),
+    BODY.replace("---- ", " "),
+    BODY.replace("http-in", "http\tin"),
+    BODY.replace("static/srv1", "sta\ttic/srv1"),
+]
+
+
+def test_split_path_refuses_empty_and_tabbed_fields(tmp_path, monkeypatch):
+    lines = [BODY, *HOLES]
+    s, t = read_both_ways(tmp_path, monkeypatch, lines)
+    assert split_path_takes(lines) == {1}
+    assert list(t["requests"]["line_no"]) == [1] and s.rejects == len(HOLES)
+
+
+def test_apache_split_path_refuses_empty_fields(tmp_path, monkeypatch):
+    good = '192.0.2.1 - - [06/Feb/2009:12:14:14 +0000] "GET / HTTP/1.1" 200 12 345 "-" "ua"'
+    holes = [good.replace("192.0.2.1 ", " "), good.replace(" - - ", " -  "), good.replace("- -", "-\t-")]
+    s, t = read_both_ways(tmp_path, monkeypatch, [good, *holes], "combined_D")
+    assert list(t["requests"]["line_no"]) == [1] and s.rejects == len(holes)
