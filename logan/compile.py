@@ -464,11 +464,6 @@ def _restore_lists(seg: list[str | Field], lists: bool, raw: dict[str, str]) -> 
     return conds
 
 
-def _may_be_empty(f: Field) -> bool:
-    """Whether the exact path's regex takes an empty text for this bare field."""
-    return re.fullmatch(VALUE_PATTERNS.get(f.spec.value, r"\S+"), "") is not None
-
-
 def _never_empty(f: Field) -> bool:
     """A bare field the exact path's regex never reads as "" and whose type check would
     let "" through (text): the split path checks it is not empty (`static/`, a missing

@@ -210,7 +210,6 @@ def _ingest_source(
         assert out is not None and row is not None
         reasons: Counter = Counter()
         _ingest_batch(st, cf, batch, tz, classification, src.label, ingest_id, out, reasons, row)
-        row.inserted = True  # its first batch committed
         for k, v in reasons.items():
             summary.rejects_by_reason[k] = summary.rejects_by_reason.get(k, 0) + v
         if progress:
@@ -247,6 +246,7 @@ class _IngestRow:
             " events = events + ?, bytes = bytes + ?, seconds = ? WHERE ingest_id = ?",
             [lines, n_rows, rejects, n_events, nbytes, time.perf_counter() - self.t0, self.key[0]],
         )
+        self.inserted = True  # by the batch's transaction: the next batch only counts
 
 
 def _choose_format(
@@ -394,9 +394,7 @@ def _exact_path(con, cf, fast, tz, classification, params, n_fast, batch):  # no
         n_rows = inserted.fetchall()[0][0]
         not_rows = "SELECT line_no, line, __reason FROM __left WHERE NOT __ok"
     else:
-        # rows.typed_sql's reasons for a line the regex does not read.
-        reason = "CASE WHEN line = '' THEN 'empty line' ELSE 'does not match format' END"
-        not_rows = f"SELECT line_no, line, {reason} AS __reason FROM {left}"
+        not_rows = f"SELECT line_no, line, {rows.reason_sql('false')} AS __reason FROM {left}"
     con.execute(
         f"CREATE OR REPLACE TEMP TABLE __not_rows AS SELECT *, {events.matches_sql(cf)} AS __event "
         f"FROM ({not_rows})"

@@ -26,12 +26,16 @@ def typed_sql(cf: CompiledFormat, raw_sql: str, tz: str, with_reason: bool) -> s
     reason = ""
     if with_reason:
         whens = " ".join(f"WHEN NOT coalesce({c}, false) THEN '{r}'" for c, r in checks)
-        reason = (
-            ", CASE WHEN line = '' THEN 'empty line' "
-            f"WHEN NOT matched THEN 'does not match format' {whens} END AS __reason"
-        )
+        reason = f", {reason_sql('matched', whens)} AS __reason"
         ok = f"matched AND {ok}"
     return f"SELECT line_no, line, {', '.join(parts)}, ({ok}) AS __ok{reason} FROM ({raw_sql})"
+
+
+def reason_sql(matched: str, whens: str = "") -> str:
+    """Why a line is no row: empty, not read by the format's regex (`matched`), or one of
+    `whens` (a field's check)."""
+    unread = f"WHEN NOT {matched} THEN 'does not match format'"
+    return f"CASE WHEN line = '' THEN 'empty line' {unread} {whens} END"
 
 
 def _uri(uri: str) -> dict[str, str]:

@@ -93,14 +93,6 @@ class Batch:
     invalid_utf8: int  # lines whose bytes were not UTF-8 (kept, bad bytes written \xhh)
 
 
-def lines_as_views(block: bytes | memoryview) -> pa.Array:
-    """Every line of `block` (which ends at a line end, or at the end of input) as a
-    string_view array into the block: no copy, no per-line Python."""
-    views = _line_views(block)
-    buffers = [None, pa.py_buffer(views), pa.py_buffer(block)]
-    return pa.Array.from_buffers(pa.string_view(), len(views), buffers)
-
-
 def _line_views(block: bytes | memoryview) -> np.ndarray:
     """The Arrow string views (_VIEW records, data buffer 0) of every line of `block`."""
     a = np.frombuffer(block, np.uint8)

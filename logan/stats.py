@@ -320,8 +320,7 @@ def _side_by_side_sql(dims: list[str], long_sql: str) -> str:
     """by_dimension.sql has one row per group and timer: one row per group, the duration
     statistics first, then <timer>_<stat> for each other timer, and per timer the number
     of groups that have it (__<timer>_groups: a timer no group has gets no columns)."""
-    stats = ["requests", "total_us", "share", "avg_us", "stddev_us", "min_us", "p50_us", "p90_us",
-             "p95_us", "p99_us", "max_us", "error_share", "bytes"]  # fmt: skip
+    stats = [*STAT_COLUMNS, "error_share", "bytes"]
     cols = [f"any_value({c}) FILTER (WHERE timer = 'duration') AS {c}" for c in stats]
     for timer in TIMERS:
         cols += [f"any_value({c}) FILTER (WHERE timer = '{timer}') AS {timer}_{c}" for c in STAT_COLUMNS]

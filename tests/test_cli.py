@@ -58,6 +58,10 @@ def logan(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess
     return subprocess.run(["logan", *args], input=stdin, capture_output=True, timeout=120)
 
 
+def sql(db, output: str, query: str) -> subprocess.CompletedProcess:  # noqa: ANN001
+    return logan("sql", "--db", str(db), "-o", output, query)
+
+
 def ok(r: subprocess.CompletedProcess) -> str:
     assert r.returncode == 0, r.stderr.decode()
     assert b"Traceback" not in r.stderr
@@ -90,33 +94,19 @@ def db(tmp_path, log) -> Path:
 
 
 def test_sql_csv_equals_independent_count(db):
-    out = ok(
-        logan(
-            "sql",
-            "--db",
-            str(db),
-            "-o",
-            "csv",
-            "SELECT status, count(*) AS n, sum(duration_us) AS d FROM requests GROUP BY 1 ORDER BY 1",
-        )
-    )
+    query = "SELECT status, count(*) AS n, sum(duration_us) AS d FROM requests GROUP BY 1 ORDER BY 1"
+    out = ok(sql(db, "csv", query))
     rows = list(csv.DictReader(io.StringIO(out)))
     got = {int(r["status"]): (int(r["n"]), None if r["d"] == "" else float(r["d"])) for r in rows}
     assert got == {s: (n, None if d is None else float(d)) for s, (n, d) in expected_by_status().items()}
 
 
 def test_sql_json_values(db):
-    out = ok(
-        logan(
-            "sql",
-            "--db",
-            str(db),
-            "-o",
-            "json",
-            "SELECT line_no, client, path, query, bytes_sent, duration_us, ts_start, user_agent "
-            "FROM requests WHERE line_no IN (2, 10, 14) ORDER BY line_no",
-        )
+    query = (
+        "SELECT line_no, client, path, query, bytes_sent, duration_us, ts_start, user_agent "
+        "FROM requests WHERE line_no IN (2, 10, 14) ORDER BY line_no"
     )
+    out = ok(sql(db, "json", query))
     got = json.loads(out)
     # Line 2: 304 with size '-'; line 10: %D '-'; line 14: everything present.
     assert got == [
@@ -165,29 +155,9 @@ def test_sql_table_output(db):
 
 
 def test_ingest_appends_to_store_and_stdin(db, log):
-    ok(
-        logan(
-            "ingest",
-            "-",
-            "--db",
-            str(db),
-            "--format",
-            "combined_D",
-            "--label",
-            "again",
-            stdin=log.read_bytes(),
-        )
-    )
-    out = ok(
-        logan(
-            "sql",
-            "--db",
-            str(db),
-            "-o",
-            "csv",
-            "SELECT source, count(*) AS n FROM requests GROUP BY 1 ORDER BY 1",
-        )
-    )
+    args = ["ingest", "-", "--db", str(db), "--format", "combined_D", "--label", "again"]
+    ok(logan(*args, stdin=log.read_bytes()))
+    out = ok(sql(db, "csv", "SELECT source, count(*) AS n FROM requests GROUP BY 1 ORDER BY 1"))
     rows = list(csv.DictReader(io.StringIO(out)))
     assert [(r["source"], int(r["n"])) for r in rows] == sorted([("again", N), (str(log), N)])
 

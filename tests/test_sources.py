@@ -115,22 +115,9 @@ def test_stdin_via_cli(tmp_path):
 def test_stdin_gz_with_label_via_module(tmp_path):
     data, pads = make_log(40)
     db = tmp_path / "s.duckdb"
+    args = ["ingest", "-", "--db", str(db), "--format", "combined_D", "--label", "web1", "--profile", "none"]
     r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "logan",
-            "ingest",
-            "-",
-            "--db",
-            str(db),
-            "--format",
-            "combined_D",
-            "--label",
-            "web1",
-            "--profile",
-            "none",
-        ],
+        [sys.executable, "-m", "logan", *args],
         input=gzip.compress(data),
         capture_output=True,
         timeout=120,
