@@ -119,7 +119,9 @@ def stats_command(
     store = open_store(db, read_only=db is not None and not files)
     try:
         if files:
-            _ingest(files, store, format, dialect, tz, profile, rules, trusted_proxy or [])
+            # A store made for this one answer keeps only the columns it reads.
+            keep = st.columns_read(by, view, slo_us, **filters) if db is None or scratch else None
+            _ingest(files, store, format, dialect, tz, profile, rules, trusted_proxy or [], keep)
         if view is not None:
             table = _checked(st.named_records, store.con, view, by=by, top=top, slo_us=slo_us, **filters)
         else:
@@ -167,7 +169,7 @@ def _checked(fn, *args, **kwargs) -> st.Records:  # noqa: ANN001, ANN002, ANN003
         raise LoganError(str(exc)) from None
 
 
-def _ingest(files, store, format, dialect, tz, profile, rules, trusted) -> None:  # noqa: ANN001
+def _ingest(files, store, format, dialect, tz, profile, rules, trusted, keep) -> None:  # noqa: ANN001
     s = ingest(
         files,
         store,
@@ -177,6 +179,7 @@ def _ingest(files, store, format, dialect, tz, profile, rules, trusted) -> None:
         profile=profile,
         rules=rules,
         trusted_proxies=trusted,
+        columns=keep,
     )
     if s.profile in ("puppet", "generic"):
         collapse_routes(store.con)

@@ -382,10 +382,16 @@ def _without_optional(items: list[str | Field]) -> list[str | Field]:
     return out
 
 
+def separator(items: list[str | Field]) -> str:
+    """What separates the fields outside quotes: a tab when the format's literals have
+    tabs and no space, else a space."""
+    literals = "".join(it for it in items if isinstance(it, str))
+    return "\t" if "\t" in literals and " " not in literals.replace(QUOTE, "") else " "
+
+
 def _fast_plan(cf: CompiledFormat, rel: str) -> str | None:
     items = _without_optional(cf.items)
-    literals = "".join(it for it in items if isinstance(it, str))
-    sep = "\t" if "\t" in literals and " " not in literals.replace(QUOTE, "") else " "
+    sep = separator(items)
     segs = _segments(items)
     raw: dict[str, str] = {}
     conds: list[str] = []

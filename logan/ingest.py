@@ -6,26 +6,32 @@ and rejects commit together, so an interrupted ingest never leaves half a batch.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 
-from logan import detect, events, rows, schema
+from logan import detect, events, native, rows, schema
 from logan.compile import CompiledFormat, compile_format
 from logan.dialects import resolve_format
 from logan.errors import LoganError
-from logan.sources import DEFAULT_BLOCK, ROW_GROUP, Batch, Source, expand, read_batches
+from logan.sources import DEFAULT_BLOCK, ROW_GROUP, Batch, Prepare, Source, expand, read_batches
 from logan.store import Store, filter_pushdown, open_store, stored_columns
 
 # DuckDB's memory during an ingest into a file: enough for a block's batch in flight (the
 # same speed as without a limit on a 5 GB log), small enough that RSS stays flat. The
 # classifier holds a whole batch at once: at 256 MB it spilled and ran 1.4x slower.
 INGEST_MEMORY = {"plain": "256MB", "classified": "512MB"}
+
+# A store made for one report keeps these too: an event's syslog header has no year, which
+# the rows around it give (logan/events.py).
+_KEPT_FOR_EVENTS = frozenset({"ts_start"})
 
 # DuckDB scans an Arrow table in parallel by record batch: one per row group's worth.
 _SCAN_ROWS = ROW_GROUP
@@ -112,11 +118,15 @@ def ingest(
     label: str | None = None,
     block_size: int = DEFAULT_BLOCK,
     progress: ProgressFn | None = None,
+    columns: Collection[str] | None = None,
 ) -> IngestSummary:
     """Read log files (globs, .gz, '-' for stdin) into a store and say what happened.
 
     `store` is an open Store, a path to a DuckDB file, or None for a new in-memory store
-    (then the returned summary's `store` attribute holds it).
+    (then the returned summary's `store` attribute holds it). `columns` keeps only those
+    `requests` columns (the others read NULL), for a store made for one report: what is
+    not kept is neither cut out of the lines nor written. Every line is still checked, so
+    rows, rejects and events are the same.
     """
     st = store if isinstance(store, Store) else open_store(store)
     _check_tz(st, tz)
@@ -149,6 +159,7 @@ def ingest(
                     block_size,
                     progress,
                     summary,
+                    None if columns is None else frozenset(columns) | _KEPT_FOR_EVENTS,
                 )
             )
     finally:
@@ -186,40 +197,79 @@ def _ingest_source(
     block_size: int,
     progress: ProgressFn | None,
     summary: IngestSummary,
+    keep: rows.Keep,
 ) -> SourceSummary:
     total = src.size()
-    cf: CompiledFormat | None = None
-    classification: rows.Classifier = None
+    reading: _Reading | None = None
     out: SourceSummary | None = None
     started_at = datetime.now(UTC).replace(tzinfo=None)
     t0 = time.perf_counter()
     ingest_id = st.con.execute("SELECT coalesce(max(ingest_id), 0) + 1 FROM ingests").fetchall()[0][0]
-    row: _IngestRow | None = None
-    for batch in read_batches(src, block_size):
-        if cf is None:
-            cf, detected = _choose_format(st, fmt, dialect, batch)
-            out = SourceSummary(src.label, cf.label, detected, ingest_id=ingest_id)
-            resolved = _resolve_profile(profile, st, batch, cf)
-            summary.profile = summary.profile or resolved
-            classification = _classification(resolved, rules, trusted_proxies)
-            st.ensure_columns(rows.stored_columns(cf, classification is not None))
-            summary.tz_assumed |= _has_local_time(cf)
-            row = _IngestRow(
-                [ingest_id, src.label, cf.dialect.name, cf.label, batch.first_line, started_at], t0
-            )
-        assert out is not None and row is not None
-        reasons: Counter = Counter()
-        _ingest_batch(st, cf, batch, tz, classification, src.label, ingest_id, out, reasons, row)
-        for k, v in reasons.items():
-            summary.rejects_by_reason[k] = summary.rejects_by_reason.get(k, 0) + v
-        if progress:
-            progress(src.label, out.nbytes, total)
+    # The C split runs in the reader thread, on its own DuckDB cursor (syslog headers).
+    prepare, cursor = Prepare(), None
+    batches = read_batches(src, block_size, prepare=prepare)
+    try:
+        for batch in batches:
+            if reading is None:
+                cf, detected = _choose_format(st, fmt, dialect, batch)
+                out = SourceSummary(src.label, cf.label, detected, ingest_id=ingest_id)
+                resolved = _resolve_profile(profile, st, batch, cf)
+                summary.profile = summary.profile or resolved
+                classification = _classification(resolved, rules, trusted_proxies)
+                classified = classification is not None
+                plan = native.plan(cf, None if keep is None else rows.fields_read(cf, classified, keep))
+                reading = _Reading(cf, plan, tz, classification, keep, src.label, ingest_id)
+                st.ensure_columns(rows.stored_columns(cf, classified, keep))
+                summary.tz_assumed |= _has_local_time(cf)
+                reading.row = _IngestRow(
+                    [ingest_id, src.label, cf.dialect.name, cf.label, batch.first_line, started_at], t0
+                )
+                if plan is not None:
+                    cursor = st.con.cursor()
+                    prepare.fn = functools.partial(native.read_batch, cursor, cf, plan)
+            assert out is not None
+            reasons: Counter = Counter()
+            _ingest_batch(st, reading, batch, out, reasons)
+            for k, v in reasons.items():
+                summary.rejects_by_reason[k] = summary.rejects_by_reason.get(k, 0) + v
+            if progress:
+                progress(src.label, out.nbytes, total)
+    finally:
+        batches.close()  # the reader thread is done with the cursor
+        if cursor is not None:
+            cursor.close()
     if out is None:  # an empty input: its row says so
         out = SourceSummary(src.label, fmt, ingest_id=ingest_id)
         empty = _IngestRow([ingest_id, src.label, dialect, fmt, 1, started_at], t0)
         empty.begin(st.con)
         empty.count(st.con, 0, 0, 0, 0, 0)
     return out
+
+
+@dataclass
+class _Reading:
+    """How one source's batches are read and written, fixed by its first batch."""
+
+    cf: CompiledFormat
+    plan: native.Plan | None  # the C split, or None for the SQL one
+    tz: str
+    classification: rows.Classifier
+    keep: rows.Keep
+    label: str
+    ingest_id: int
+    row: _IngestRow | None = None
+
+    @property
+    def params(self) -> dict:
+        return {
+            "ingest_id": self.ingest_id,
+            "source": self.label,
+            "dialect": self.cf.dialect.name,
+            "format": self.cf.label,
+        }
+
+    def insert_sql(self, raw_sql: str) -> str:
+        return rows.insert_sql(self.cf, raw_sql, self.tz, self.classification, self.keep)
 
 
 class _IngestRow:
@@ -284,37 +334,33 @@ def _has_local_time(cf: CompiledFormat) -> bool:
     return False
 
 
-def _ingest_batch(
-    st: Store,
-    cf: CompiledFormat,
-    batch: Batch,
-    tz: str,
-    classification: rows.Classifier,
-    label: str,
-    ingest_id: int,
-    out: SourceSummary,
-    summary_reasons: Counter,
-    row: _IngestRow,
-) -> None:
+def _ingest_batch(st: Store, r: _Reading, batch: Batch, out: SourceSummary, summary_reasons: Counter) -> None:
     con = st.con
+    cf, row = r.cf, r.row
+    assert row is not None
     table = pa.Table.from_batches(batch.table.to_batches(max_chunksize=_SCAN_ROWS))
     con.register("__batch", table)
-    params = {"ingest_id": ingest_id, "source": label, "dialect": cf.dialect.name, "format": cf.label}
-    fast = cf.fast_raw_sql("__batch")
+    params = r.params
+    if r.plan is not None:
+        raw = batch.parsed if batch.parsed is not None else native.read_batch(con, cf, r.plan, batch)
+        con.register("__raw", raw)
+        fast: str | None = "SELECT * FROM __raw"
+    else:
+        fast = cf.fast_raw_sql("__batch")
     con.execute("BEGIN")
     try:
         row.begin(con)
         n_fast = 0
         if fast is not None:
-            n_fast = con.execute(rows.insert_sql(cf, fast, tz, classification), params).fetchall()[0][0]
+            n_fast = con.execute(r.insert_sql(fast), params).fetchall()[0][0]
         n_slow = n_rej = n_events = 0
         if n_fast < batch.lines:
-            n_slow, n_events, reasons = _exact_path(con, cf, fast, tz, classification, params, n_fast, batch)
+            n_slow, n_events, reasons = _exact_path(con, r, fast is not None, n_fast, batch)
             n_rej = sum(reasons.values())
             summary_reasons.update(reasons)
         if n_fast + n_slow + n_rej + n_events != batch.lines:
             raise RuntimeError(
-                f"{label}: {batch.lines} lines gave {n_fast + n_slow} rows, {n_rej} rejects"
+                f"{r.label}: {batch.lines} lines gave {n_fast + n_slow} rows, {n_rej} rejects"
                 f" and {n_events} events"
             )
         row.count(con, batch.lines, n_fast + n_slow, n_rej, n_events, batch.nbytes)
@@ -324,6 +370,7 @@ def _ingest_batch(
         raise
     finally:
         con.unregister("__batch")
+        con.unregister("__raw")
     out.lines += batch.lines
     out.rows += n_fast + n_slow
     out.rejects += n_rej
@@ -376,12 +423,14 @@ def _left_over(con, params: dict, n_fast: int, batch: Batch) -> str:  # noqa: AN
     return "__left_lines_t"
 
 
-def _exact_path(con, cf, fast, tz, classification, params, n_fast, batch):  # noqa: ANN001, ANN201
+def _exact_path(
+    con: duckdb.DuckDBPyConnection, r: _Reading, split: bool, n_fast: int, batch: Batch
+) -> tuple[int, int, Counter]:
     """Lines the split path did not take: read them with the format's regex, insert what
     reads, keep the dialect's non-request messages as events, reject the rest with a
     reason. Returns (rows, events, rejects by reason)."""
-    label = params["source"]
-    left = "__batch" if fast is None else _left_over(con, params, n_fast, batch)
+    cf, tz, params, label = r.cf, r.tz, r.params, r.label
+    left = _left_over(con, params, n_fast, batch) if split else "__batch"
     # Planning the typed projection of the regex's fields takes 15 ms and inserting from it
     # 8 ms, whatever the number of lines: skipped when no line reads at all (a batch whose
     # only left-overs are HAProxy's event lines).
@@ -390,7 +439,7 @@ def _exact_path(con, cf, fast, tz, classification, params, n_fast, batch):  # no
     if reads:
         typed = rows.typed_sql(cf, cf.exact_raw_sql(left), tz, with_reason=True)
         con.execute(f"CREATE OR REPLACE TEMP TABLE __left AS {typed}")
-        inserted = con.execute(rows.insert_from_typed_sql(cf, "__left", classification), params)
+        inserted = con.execute(rows.insert_from_typed_sql(cf, "__left", r.classification, r.keep), params)
         n_rows = inserted.fetchall()[0][0]
         not_rows = "SELECT line_no, line, __reason FROM __left WHERE NOT __ok"
     else:

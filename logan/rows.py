@@ -7,6 +7,7 @@ stored table does not keep them per row (the `requests` view reads them from `in
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from logan import schema
@@ -15,6 +16,8 @@ from logan.compile import CompiledFormat
 # What classification may read of a row (logan.classify: paths, rules, requesters).
 CLASSIFIER_READS = ("path", "query", "vhost", "method", "request", "user_agent", "client", "forwarded_for")
 CLASS_COLUMNS = ["environment", "indirector", "resource", "route", "requester", "requester_group"]
+# The columns a store keeps (a one-shot report's), or None for every one a format fills.
+Keep = frozenset[str] | None
 PARAMS = {"ingest_id": "$ingest_id", "source": "$source", "dialect": "$dialect", "format": "$format"}
 
 
@@ -94,15 +97,32 @@ def _derived_columns(cf: CompiledFormat) -> dict[str, str]:
     return out
 
 
-def stored_columns(cf: CompiledFormat, classified: bool) -> list[str]:
-    """The columns a batch of this format writes to the stored table."""
+def stored_columns(cf: CompiledFormat, classified: bool, keep: Keep = None) -> list[str]:
+    """The columns a batch of this format writes to the stored table: those it fills, or
+    only those of them in `keep` (a one-shot report's store)."""
     out = _derived_columns(cf)
     canonical = [
         c
         for c in schema.REQUEST_COLUMNS
-        if (c in out or (classified and c in CLASS_COLUMNS)) and c not in schema.FROM_INGESTS
+        if (c in out or (classified and c in CLASS_COLUMNS))
+        and c not in schema.FROM_INGESTS
+        and (keep is None or c in keep or c in schema.ALWAYS_STORED)
     ]
     return ["ingest_id", *canonical]
+
+
+def fields_read(cf: CompiledFormat, classified: bool, keep: Keep) -> set[str]:
+    """The raw fields (f0, f1, ...) that the stored columns come from or that a check
+    reads: the others need not be cut out of the lines at all."""
+    typed, checks = cf.typed("UTC")
+    derived = _derived_columns(cf)
+    wanted = set(stored_columns(cf, classified, keep)) | (set(CLASSIFIER_READS) if classified else set())
+    text = " ".join(derived.get(c, "") for c in wanted)
+    used = {t for t in typed if re.search(rf"\b{t}\b", text)}
+    if re.search(r"\b__(rq|target|host)\b", text):
+        used.add("request")  # method, path, query, vhost cut from the request line
+    sql = " ".join([*(typed[t] for t in used), *(ok for ok, _ in checks)])
+    return set(re.findall(r"\bf\d+\b", sql))
 
 
 def derived_sql(cf: CompiledFormat, typed: str) -> str:
@@ -134,17 +154,17 @@ def derived_sql(cf: CompiledFormat, typed: str) -> str:
 Classifier = Callable[[str], str] | None
 
 
-def insert_sql(cf: CompiledFormat, raw_sql: str, tz: str, classify: Classifier) -> str:
+def insert_sql(cf: CompiledFormat, raw_sql: str, tz: str, classify: Classifier, keep: Keep = None) -> str:
     derived = derived_sql(cf, typed_sql(cf, raw_sql, tz, with_reason=False))
-    return _insert(cf, derived, classify)
+    return _insert(cf, derived, classify, keep)
 
 
-def _insert(cf: CompiledFormat, derived: str, classify: Classifier) -> str:
-    cols = ", ".join(stored_columns(cf, classify is not None))
+def _insert(cf: CompiledFormat, derived: str, classify: Classifier, keep: Keep) -> str:
+    cols = ", ".join(stored_columns(cf, classify is not None, keep))
     source = derived if classify is None else classify(derived)
     return f"INSERT INTO {schema.REQUESTS_TABLE} ({cols}) SELECT {cols} FROM ({source})"
 
 
-def insert_from_typed_sql(cf: CompiledFormat, typed_rel: str, classify: Classifier) -> str:
+def insert_from_typed_sql(cf: CompiledFormat, typed_rel: str, classify: Classifier, keep: Keep = None) -> str:
     """INSERT the accepted rows of an already typed (materialized) relation."""
-    return _insert(cf, derived_sql(cf, f"SELECT * FROM {typed_rel}"), classify)
+    return _insert(cf, derived_sql(cf, f"SELECT * FROM {typed_rel}"), classify, keep)

@@ -8,16 +8,17 @@ line without a terminator is still a line.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import gzip
 import io
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from queue import Queue
+from queue import Empty, Queue
 
 import numpy as np
 import pyarrow as pa
@@ -91,6 +92,16 @@ class Batch:
     lines: int
     nbytes: int
     invalid_utf8: int  # lines whose bytes were not UTF-8 (kept, bad bytes written \xhh)
+    parsed: object | None = None  # what Prepare.fn made of it in the reader thread
+
+
+@dataclass
+class Prepare:
+    """Work for the reader thread on each batch it reads from now on, beside the consumer's
+    work on the batch before (logan.native's split: the format is known only after the
+    first batch). A batch read before `fn` was set comes with `parsed` None."""
+
+    fn: Callable[[Batch], object] | None = None
 
 
 def _line_views(block: bytes | memoryview) -> np.ndarray:
@@ -176,16 +187,24 @@ def _to_utf8(block: memoryview, ascii: bool) -> tuple[bytes | memoryview, int]:
     return b"\n".join(out), bad
 
 
-def read_batches(source: Source, block_size: int = DEFAULT_BLOCK, skip_lines: int = 0) -> Iterator[Batch]:
+def read_batches(
+    source: Source, block_size: int = DEFAULT_BLOCK, skip_lines: int = 0, prepare: Prepare | None = None
+) -> Iterator[Batch]:
     """Batches of a source's lines, numbered from 1, read in a background thread so that
     reading and splitting overlap with parsing in DuckDB."""
     q: Queue = Queue(maxsize=1)
+    stop = threading.Event()
 
     def produce() -> None:
         try:
             with source.open() as fh:
                 for item in _blocks(fh, block_size, skip_lines):
+                    fn = prepare.fn if prepare is not None else None
+                    if fn is not None:
+                        item.parsed = fn(item)
                     q.put(item)
+                    if stop.is_set():
+                        return
         except BaseException as exc:  # handed to the consumer, which raises it
             q.put(exc)
             return
@@ -193,16 +212,24 @@ def read_batches(source: Source, block_size: int = DEFAULT_BLOCK, skip_lines: in
 
     thread = threading.Thread(target=produce, daemon=True)
     thread.start()
-    while True:
-        item = q.get()
-        if item is None:
-            break
-        if isinstance(item, BaseException):
-            if isinstance(item, (OSError, EOFError, gzip.BadGzipFile)):
-                raise LoganError(f"cannot read {source.label}: {item}") from item
-            raise item
-        yield item
-    thread.join()
+    try:
+        while True:
+            item = q.get()
+            if item is None:
+                break
+            if isinstance(item, BaseException):
+                if isinstance(item, (OSError, EOFError, gzip.BadGzipFile)):
+                    raise LoganError(f"cannot read {source.label}: {item}") from item
+                raise item
+            yield item
+    finally:
+        # A consumer that stops early (an error in its batch) lets the reader finish what
+        # it holds, so nothing of the source outlives the ingest.
+        stop.set()
+        while thread.is_alive():
+            with contextlib.suppress(Empty):
+                q.get(timeout=0.05)
+        thread.join()
 
 
 def _fill(fh: io.BufferedIOBase, rest: bytes, block_size: int) -> tuple[bytearray, int]:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from logan import schema
 from logan.errors import LoganError
 from logan.resources import queries_dir
 
@@ -444,6 +445,25 @@ def view_question(name: str, by: Sequence[str] | str = (), slo_us: int | None = 
     if "{dimensions}" in line:
         line = line.replace("{dimensions}", ", ".join(dimension_columns(by)))
     return line.replace("{slo_us} us", format_us(slo_us))
+
+
+def columns_read(
+    by: Sequence[str] | str = ("indirector",),
+    view: str | None = None,
+    slo_us: int | None = None,
+    **filters,
+) -> set[str]:
+    """The `requests` columns that stats_records() or named_records(view), summary() and
+    headline() read with these arguments: all a store made for that one answer needs
+    (logan.ingest's `columns`). Read off the SQL they run, so a view that reads one more
+    column asks for it."""
+    texts = [query_sql("summary"), filter_sql(filters)[0]]
+    texts.append(query_sql(VIEWS[view] if view else "by_dimension", by, slo_us or 1))
+    if slo_us is not None:
+        texts.append(query_sql("apdex", by, slo_us))
+    code = re.sub(r"--[^\n]*", "", "\n".join(texts))  # a column named in a comment is not read
+    words = set(re.findall(r"\w+", code))
+    return {c for c in schema.REQUEST_COLUMNS if c in words}
 
 
 def summary(con: duckdb.DuckDBPyConnection, **filters) -> dict:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from logan import native
+from logan.compile import CompiledFormat
 from logan.ingest import ingest
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
@@ -49,3 +53,21 @@ def ingest_text(tmp_path):  # noqa: ANN001, ANN201
         return summary, requests, rejects
 
     return run
+
+
+# The three readers of a line: the C split (logan/_split.c), the SQL split, the regex. The
+# ingest takes the first that can: a line reads the same whichever it is.
+READERS = ("native", "sql", "regex")
+
+
+@contextmanager
+def reading_with(monkeypatch: pytest.MonkeyPatch, reader: str) -> Iterator[None]:
+    """Within the block, ingests take lines with `reader` first (the regex reads the rest)."""
+    with monkeypatch.context() as m:
+        if reader == "native" and not native.available():
+            pytest.skip("the C split (logan._split) was not built")
+        if reader in ("sql", "regex"):
+            m.setattr(native, "_split", None)
+        if reader == "regex":
+            m.setattr(CompiledFormat, "fast_raw_sql", lambda self, rel: None)
+        yield

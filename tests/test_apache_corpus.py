@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import reading_with
 
-from logan.compile import CompiledFormat
 from logan.ingest import ingest
 
 # PROVENANCE.txt of netnea_apache_extended_t5 / labor07 ("extended") and labor06 (classic %t).
@@ -271,15 +271,17 @@ def test_php_time_suffix_fields(corpus):
     assert (e["pid"], e["note.php_seconds"]) == ("60642713", "6.779")
 
 
+@pytest.mark.parametrize("reader", ["sql", "regex"])
 @pytest.mark.parametrize(
     "name", ["basjes_hackers_access", "netnea_apache_extended_t5", "elastic_apache_logs"]
 )
-def test_split_and_regex_paths_agree_on_real_logs(corpus, monkeypatch, name):
-    """The whole file read with the split path switched off equals the normal read."""
+def test_split_and_regex_paths_agree_on_real_logs(corpus, monkeypatch, name, reader):
+    """The whole file read by another reader first (the SQL split, or the regex for every
+    line) equals the normal read."""
     spec = spec_of(name)
     _, req, rej = ingested(corpus, spec)
-    monkeypatch.setattr(CompiledFormat, "fast_raw_sql", lambda self, rel: None)
-    s = ingest([corpus / spec.file], format=spec.fmt, profile="none")
+    with reading_with(monkeypatch, reader):
+        s = ingest([corpus / spec.file], format=spec.fmt, profile="none")
     req2 = s.store.sql("SELECT * FROM requests ORDER BY line_no")
     rej2 = s.store.sql("SELECT * FROM rejects ORDER BY line_no")
     pd.testing.assert_frame_equal(req.drop(columns="source"), req2.drop(columns="source"))

@@ -13,8 +13,8 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 import pytest
+from conftest import reading_with
 
-from logan.compile import CompiledFormat
 from logan.errors import FormatError, LoganError
 
 CLF = "%d/%b/%Y:%H:%M:%S %z"
@@ -689,12 +689,14 @@ VARIED = (
 )
 
 
-def test_fast_and_exact_paths_agree_on_every_line(ingest_text, monkeypatch):
-    """The same input read once normally (split path where it can) and once with the split
-    path switched off (every line through the regex) gives identical tables."""
+@pytest.mark.parametrize("reader", ["sql", "regex"])
+def test_fast_and_exact_paths_agree_on_every_line(ingest_text, monkeypatch, reader):
+    """The same input read once normally (a split path where it can) and once taken by
+    another reader first (the SQL split, or the regex for every line) gives identical
+    tables."""
     s1, req1, rej1 = ingest_text(VARIED, COMBINED_D)
-    monkeypatch.setattr(CompiledFormat, "fast_raw_sql", lambda self, rel: None)
-    s2, req2, rej2 = ingest_text(VARIED, COMBINED_D)
+    with reading_with(monkeypatch, reader):
+        s2, req2, rej2 = ingest_text(VARIED, COMBINED_D)
     drop = ["source"]
     pd.testing.assert_frame_equal(
         req1.drop(columns=drop).reset_index(drop=True), req2.drop(columns=drop).reset_index(drop=True)

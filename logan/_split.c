@@ -1,0 +1,227 @@
+/* The split path in C: every line of a batch read by a format's plan in one pass.
+ *
+ * Lines arrive as Arrow string views (16 bytes each: length, then 12 inline bytes, or a
+ * 4-byte prefix, the data buffer's index and the offset in it). A plan is a sequence of
+ * steps made by logan/native.py from the format: a literal the line must hold as written,
+ * or a field that runs to a stop byte. A line is taken when every step reads and the line
+ * ends with the last one; each field comes out as a string view into the line's own
+ * buffer (no copy), or inline when it is 12 bytes or less. Lines not taken are left to the
+ * exact path (the format's regex), which reads or rejects them.
+ *
+ * The rules are those of the SQL split path (logan/compile.py), never looser: a line with
+ * a backslash (an escape only the exact path decodes) is not taken, nor a line with a tab
+ * when spaces separate the fields. Each field's table of bytes says so for its text, and
+ * the literals hold neither (logan/native.py), so only a syslog header is searched here.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    int32_t len;
+    union {
+        char inl[12];
+        struct {
+            char prefix[4];
+            int32_t buf;
+            int32_t off;
+        } ref;
+    } u;
+} View;
+
+/* One step of a plan, as logan/native.py packs it: seven int32. */
+typedef struct {
+    int32_t kind;      /* 0 literal, 1 field */
+    int32_t a;         /* literal: offset in the literal pool; field: its output slot or -1 */
+    int32_t b;         /* literal: length; field: stop byte, or -1 for the end of the line */
+    int32_t spaces;    /* field: separators it holds inside (Apache %t: 1) */
+    int32_t nonempty;  /* field: "" is not a value of it */
+    int32_t last;      /* field: runs to the last stop byte of its word (IPv6 client:port) */
+    int32_t table;     /* field: index of its 256-byte table (BAD, STOP, INNER_SEP, LIST_SEP) */
+} Step;
+
+enum { LITERAL = 0, FIELD = 1 };
+/* A field's table: what each byte is to it (0: part of its text). */
+enum { BAD = 1, STOP = 2, INNER_SEP = 3, LIST_SEP = 4 };
+
+static inline const char *view_data(const View *v, const char *const *bufs) {
+    return v->len <= 12 ? v->u.inl : bufs[v->u.ref.buf] + v->u.ref.off;
+}
+
+static inline void put_view(View *out, const View *line, const char *data, int32_t start, int32_t len) {
+    memset(out, 0, sizeof(View));
+    out->len = len;
+    if (len <= 12) {
+        memcpy(out->u.inl, data + start, (size_t)len);
+    } else {
+        memcpy(out->u.ref.prefix, data + start, 4);
+        out->u.ref.buf = line->u.ref.buf;
+        out->u.ref.off = line->u.ref.off + start;
+    }
+}
+
+/* Read one line by the plan; fills starts/ends per output slot. 1 when taken. */
+static int read_line(const char *p, int32_t n, int32_t pos, const Step *steps, int32_t nsteps,
+                     const char *lits, const uint8_t *forbid, int sep, int32_t *starts, int32_t *ends) {
+    for (int32_t k = 0; k < nsteps; k++) {
+        const Step *s = &steps[k];
+        if (s->kind == LITERAL) {
+            if (n - pos < s->b || memcmp(p + pos, lits + s->a, (size_t)s->b) != 0)
+                return 0;
+            pos += s->b;
+            continue;
+        }
+        const uint8_t *look = forbid + 256 * (size_t)s->table;
+        int32_t start = pos, end;
+        if (s->last) {
+            const char *word_end = memchr(p + pos, sep, (size_t)(n - pos));
+            int32_t we = word_end ? (int32_t)(word_end - p) : n;
+            int32_t q = we - 1;
+            while (q >= pos && p[q] != (char)s->b)
+                q--;
+            if (q < pos)
+                return 0;
+            for (int32_t i = pos; i < q; i++)
+                if (look[(uint8_t)p[i]] == BAD)
+                    return 0;
+            end = q;
+        } else {
+            /* One table lookup a byte: 0 goes on; else the field ends, takes one of its
+             * own separators, or holds a byte it may not. */
+            int32_t seps = 0;
+            for (;;) {
+                while (pos < n && !look[(uint8_t)p[pos]])
+                    pos++;
+                if (pos == n)
+                    break;
+                uint8_t c = (uint8_t)p[pos];
+                if (look[c] == INNER_SEP && seps < s->spaces) {
+                    seps++;
+                    pos++;
+                    continue;
+                }
+                /* nginx $upstream_*: ", " between the upstreams tried, " : " where an
+                 * internal redirect went to another group; both stay in the field. */
+                if (look[c] == LIST_SEP && pos > start && p[pos - 1] == ',') {
+                    pos++;
+                    continue;
+                }
+                if (look[c] == LIST_SEP && n - pos >= 3 && p[pos + 1] == ':' && p[pos + 2] == ' ') {
+                    pos += 3;
+                    continue;
+                }
+                if ((int32_t)c == s->b)
+                    break;
+                return 0;
+            }
+            if ((pos == n && s->b != -1) || seps != s->spaces)
+                return 0;
+            end = pos;
+        }
+        if (s->nonempty && end == start)
+            return 0;
+        if (s->a >= 0) {
+            starts[s->a] = start;
+            ends[s->a] = end;
+        }
+        pos = end;
+    }
+    return pos == n;
+}
+
+static PyObject *split(PyObject *self, PyObject *args) {
+    Py_buffer views = {0}, body = {0}, plan = {0}, lits = {0}, forbid = {0};
+    PyObject *buffers, *result = NULL;
+    int nslots, sep, no_tab;
+    Py_buffer *data = NULL;
+    const char **bufs = NULL;
+    Py_ssize_t nbufs = 0, got = 0;
+    if (!PyArg_ParseTuple(args, "y*Oy*y*y*y*iii", &views, &buffers, &body, &plan, &lits, &forbid, &nslots,
+                          &sep, &no_tab))
+        return NULL;
+    Py_ssize_t n = views.len / (Py_ssize_t)sizeof(View);
+    Py_ssize_t nsteps = plan.len / (Py_ssize_t)sizeof(Step);
+    if (body.len && body.len != n * (Py_ssize_t)sizeof(int32_t)) {
+        PyErr_SetString(PyExc_ValueError, "one body offset per line");
+        goto done;
+    }
+    nbufs = PySequence_Size(buffers);
+    if (nbufs < 0)
+        goto done;
+    data = PyMem_Calloc((size_t)nbufs + 1, sizeof(Py_buffer));
+    bufs = PyMem_Calloc((size_t)nbufs + 1, sizeof(char *));
+    if (!data || !bufs) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (; got < nbufs; got++) {
+        PyObject *b = PySequence_GetItem(buffers, got);
+        if (!b)
+            goto done;
+        int bad = PyObject_GetBuffer(b, &data[got], PyBUF_SIMPLE);
+        Py_DECREF(b);
+        if (bad)
+            goto done;
+        bufs[got] = data[got].buf;
+    }
+    PyObject *out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)nslots * n * (Py_ssize_t)sizeof(View));
+    PyObject *rows = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
+    if (!out || !rows) {
+        Py_XDECREF(out);
+        Py_XDECREF(rows);
+        goto done;
+    }
+    View *ov = (View *)PyByteArray_AS_STRING(out);
+    int32_t *taken = (int32_t *)PyByteArray_AS_STRING(rows);
+    const View *lines = views.buf;
+    const int32_t *offsets = body.len ? body.buf : NULL;
+    const Step *steps = plan.buf;
+    Py_ssize_t m = 0;
+    int32_t starts[512], ends[512];
+    if (nslots > 512) {
+        PyErr_SetString(PyExc_ValueError, "too many fields");
+        Py_DECREF(out);
+        Py_DECREF(rows);
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const View *line = &lines[i];
+        const char *p = view_data(line, bufs);
+        int32_t len = line->len;
+        int32_t pos = offsets ? offsets[i] : 0;
+        /* The fields' tables refuse '\\' (and tabs); the header before them is looked at here. */
+        if (len == 0 || memchr(p, '\\', (size_t)pos) || (no_tab && memchr(p, '\t', (size_t)pos)))
+            continue;
+        if (!read_line(p, len, pos, steps, (int32_t)nsteps, lits.buf, forbid.buf, sep, starts, ends))
+            continue;
+        for (int k = 0; k < nslots; k++)
+            put_view(&ov[(Py_ssize_t)k * n + m], line, p, starts[k], ends[k] - starts[k]);
+        taken[m++] = (int32_t)i;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_BuildValue("nNN", m, out, rows);
+done:
+    for (Py_ssize_t i = 0; i < got; i++)
+        PyBuffer_Release(&data[i]);
+    PyMem_Free(data);
+    PyMem_Free(bufs);
+    PyBuffer_Release(&views);
+    PyBuffer_Release(&body);
+    PyBuffer_Release(&plan);
+    PyBuffer_Release(&lits);
+    PyBuffer_Release(&forbid);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"split", split, METH_VARARGS,
+     "split(views, buffers, body_offsets, plan, literals, forbidden, slots, sep, no_tab)"
+     " -> (taken, field views, taken line indexes)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_split", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__split(void) { return PyModule_Create(&module); }

@@ -1,0 +1,274 @@
+"""The C split (logan/_split.c) and the stores made for one report.
+
+The C split must take the lines the SQL split takes and cut them into the same field texts;
+every ingest then reads the same tables whichever reader took a line. A report's one-shot
+store keeps only the columns the report reads, and gives the same answer as a full store.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from conftest import CORPUS, reading_with
+
+from logan import detect, native, rows, schema
+from logan import stats as st
+from logan.classify import collapse_routes
+from logan.compile import CompiledFormat, compile_format
+from logan.dialects import dialects, resolve_format
+from logan.errors import FormatError
+from logan.ingest import ingest
+from logan.sources import Batch, expand, read_batches
+from logan.store import open_store, stored_columns
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_logs"
+needs_c = pytest.mark.skipif(not native.available(), reason="the C split (logan._split) was not built")
+
+
+def corpus_logs() -> list[Path]:
+    if not CORPUS.is_dir():
+        return []
+    return sorted(p for p in CORPUS.glob("*/*") if p.name not in ("PROVENANCE.txt", "INDEX.md"))
+
+
+def split_both_ways(batch: Batch, cf: CompiledFormat) -> tuple[dict, dict]:
+    """{line_no: field texts} as the SQL split and as the C split read a batch."""
+    con = duckdb.connect()
+    con.register("__batch", batch.table)
+    aliases = [f.alias for f in cf.fields]
+    sql = cf.fast_raw_sql("__batch")
+    by_sql = {
+        r[0]: r[1:] for r in con.execute(f"SELECT line_no, {', '.join(aliases)} FROM ({sql})").fetchall()
+    }
+    plan = native.plan(cf)
+    assert plan is not None, cf.label
+    raw = native.read_batch(con, cf, plan, batch)
+    cols = [raw.column("line_no").to_pylist(), *(raw.column(a).to_pylist() for a in aliases)]
+    by_c = {r[0]: tuple(r[1:]) for r in zip(*cols, strict=True)}
+    return by_sql, by_c
+
+
+@needs_c
+def test_every_preset_the_sql_split_reads_has_a_c_plan():
+    for name, d in dialects().items():
+        for preset, fmt in d.presets.items():
+            cf = compile_format(d, fmt, f"{name}:{preset}")
+            if cf.fast_raw_sql("t") is not None:
+                assert native.plan(cf) is not None, f"{name}:{preset}"
+
+
+@needs_c
+@pytest.mark.parametrize(
+    "path", corpus_logs() + sorted(SAMPLES.glob("*.log")), ids=lambda p: f"{p.parent.name}/{p.name}"
+)
+def test_c_split_cuts_what_the_sql_split_cuts(path):
+    """On every real log and sample: the same lines taken, the same text in every field."""
+    batches = list(read_batches(expand([str(path)])[0]))
+    st_ = open_store(None)
+    try:
+        cf, _ = detect.detect_format(st_, batches[0].table)
+    except FormatError:
+        pytest.skip(f"{path.name}: no preset reads it (its tests give the format)")
+    if cf.fast_raw_sql("__batch") is None:
+        pytest.skip(f"{cf.label}: no split path")
+    taken = 0
+    for batch in batches:
+        by_sql, by_c = split_both_ways(batch, cf)
+        assert by_c == by_sql
+        taken += len(by_c)
+    if path.parent == SAMPLES:  # all but HAProxy's events (real logs' odd lines may all go to the regex)
+        assert taken > 0.99 * sum(b.lines for b in batches)
+
+
+@needs_c
+def test_lines_cut_from_several_buffers(tmp_path, monkeypatch):
+    """Lines held back from one block and handed out with the next point into two buffers;
+    fields of 12 bytes or less are held inline, longer ones point into the lines' buffer."""
+    fmt = '%ci:%cp %ST %B "%r"'
+    lines = [
+        f'10.0.{i % 250}.{i % 7}:{1000 + i % 60000} {200 + i % 3} {i % 5000} "GET /{"p" * (i % 40)}/{i}"'
+        for i in range(300_000)
+    ]
+    path = tmp_path / "many.log"
+    path.write_text("\n".join(lines) + "\n")
+    seen_buffers = []
+    real = native.split
+
+    def spy(p, line_views, *a):  # noqa: ANN001, ANN002, ANN202
+        seen_buffers.append(len(line_views.buffers()) - 2)
+        return real(p, line_views, *a)
+
+    monkeypatch.setattr(native, "split", spy)
+    s1 = ingest([path], format=fmt, dialect="haproxy", profile="none", block_size=8 << 20)
+    assert max(seen_buffers) == 2  # a batch whose lines lie in two blocks
+    got = s1.store.con.execute(
+        "SELECT line_no, client, client_port, status, bytes_sent, request FROM requests ORDER BY line_no"
+    ).fetchall()
+    assert s1.rows == len(lines) == len(got)
+    for i in (0, 1, 122_879, 122_880, 150_001, 299_999):
+        client, rest = lines[i].split(":", 1)
+        port, status, size, request = rest.split(" ", 3)
+        assert got[i] == (i + 1, client, int(port), int(status), int(size), request.strip('"'))
+    with reading_with(monkeypatch, "sql"):
+        s2 = ingest([path], format=fmt, dialect="haproxy", profile="none", block_size=8 << 20)
+    assert s2.store.con.execute("SELECT * EXCLUDE (source) FROM requests ORDER BY line_no").fetchall() == [
+        (*r[:1], *r[1:])
+        for r in s1.store.con.execute("SELECT * EXCLUDE (source) FROM requests ORDER BY line_no").fetchall()
+    ]
+
+
+@needs_c
+@pytest.mark.parametrize(
+    ("line", "fields"),
+    [
+        # an IPv6 client: the port is after the last ":"
+        ('2001:db8::1:443 200 5 "GET / HTTP/1.1"', ("2001:db8::1", "443", "200", "5", "GET / HTTP/1.1")),
+        # a quote inside the quoted field is no line the split reads
+        ('1.2.3.4:5 200 5 "GET /" HTTP/1.1"', None),
+        # nor a backslash anywhere, nor a tab, nor a form feed in a word
+        ('1.2.3.4:5 200 5 "GET /\\x HTTP/1.1"', None),
+        ('1.2.3.4:5 200\t5 "GET / HTTP/1.1"', None),
+        ('1.2.3.4:5 200\f 5 "GET / HTTP/1.1"', None),
+        # an empty client, a missing field, a field too many
+        (':5 200 5 "GET / HTTP/1.1"', None),
+        ('1.2.3.4:5 200 "GET / HTTP/1.1"', None),
+        ('1.2.3.4:5 200 5 6 "GET / HTTP/1.1"', None),
+        ('1.2.3.4:5 200 5 "GET / HTTP/1.1" ', None),
+        ("", None),
+        # short fields: held in the views themselves
+        ('1.2.3.4:5 2 5 ""', ("1.2.3.4", "5", "2", "5", "")),
+    ],
+)
+def test_c_split_takes_only_what_the_regex_reads_alike(line, fields):
+    cf = compile_format(*resolve_format('%ci:%cp %ST %B "%r"', "haproxy"))
+    table = pa.table({"line_no": np.array([1], np.int64), "line": pa.array([line], pa.string_view())})
+    by_sql, by_c = split_both_ways(Batch(table, 1, 1, len(line), 0), cf)
+    assert by_c == ({1: fields} if fields else {})
+    # what it takes, the regex reads to the same texts
+    if fields:
+        groups = [
+            duckdb.execute("SELECT regexp_extract(?, ?, ?)", [line, cf.regex, g]).fetchall()[0][0]
+            for g in range(1, 6)
+        ]
+        assert tuple(groups) == fields
+
+
+@needs_c
+def test_nginx_upstream_lists_stay_in_their_field(ingest_text, monkeypatch):
+    fmt = '$remote_addr [$time_local] "$request" $status $upstream_response_time $upstream_addr'
+    lines = [
+        '1.2.3.4 [10/Oct/2000:13:55:36 +0000] "GET / HTTP/1.1" 502 0.100, 0.004 : 0.010 a:1, b:2 : c:3',
+        '1.2.3.4 [10/Oct/2000:13:55:36 +0000] "GET / HTTP/1.1" 200 0.010 a:1',
+        '1.2.3.4 [10/Oct/2000:13:55:36 +0000] "GET / HTTP/1.1" 200 0.010 a:1 extra',
+    ]
+    text = "\n".join(lines) + "\n"
+    s1, req1, rej1 = ingest_text(text, fmt, dialect="nginx")
+    assert (s1.rows, s1.rejects) == (2, 1)
+    assert req1["upstream_addr"].tolist() == ["a:1, b:2 : c:3", "a:1"]
+    assert req1["upstream_us"].tolist() == [114_000, 10_000]  # the sum of the tries
+    for reader in ("sql", "regex"):
+        with reading_with(monkeypatch, reader):
+            _, req2, rej2 = ingest_text(text, fmt, dialect="nginx")
+        pd.testing.assert_frame_equal(req1.drop(columns="source"), req2.drop(columns="source"))
+        pd.testing.assert_frame_equal(rej1.drop(columns="source"), rej2.drop(columns="source"))
+
+
+# --- stores made for one report ---------------------------------------------------------------
+KEPT = {"duration_us", "status", "path"}
+
+
+@pytest.mark.parametrize("reader", ["native", "sql"])
+def test_a_store_keeps_only_the_columns_asked_for(monkeypatch, reader):
+    log = SAMPLES / "haproxy.log"
+    full = ingest([log], profile="none")
+    with reading_with(monkeypatch, reader):
+        some = ingest([log], profile="none", columns=KEPT)
+    # (and the start, which dates the events of syslog headers without a year)
+    assert set(stored_columns(some.store.con)) == KEPT | {"ingest_id", "line_no", "ts_start"}
+    counts = ("lines", "rows", "rejects", "events")
+    assert [getattr(some, c) for c in counts] == [getattr(full, c) for c in counts]
+    assert some.rejects_by_reason == full.rejects_by_reason
+    q = "SELECT line_no, duration_us, status, path, client, backend FROM requests ORDER BY line_no"
+    kept = some.store.con.execute(q).fetchall()
+    whole = full.store.con.execute(q).fetchall()
+    assert [r[:4] for r in kept] == [r[:4] for r in whole]
+    assert {r[4:] for r in kept} == {(None, None)}  # not kept: NULL, as for a log without them
+    assert all(r[4] is not None for r in whole)
+
+
+@needs_c
+def test_fields_not_kept_are_not_cut_out(monkeypatch):
+    cf = compile_format(*resolve_format("haproxy:httplog", None))
+    read = rows.fields_read(cf, False, frozenset({"duration_us"}))
+    by_name = {f.alias: f.spec.name for f in cf.fields}
+    # the duration, and every field a check reads (numbers, the date), but no text
+    assert {by_name[a] for a in read} >= {"Ta", "tr"}
+    assert not {by_name[a] for a in read} & {"ci", "f", "b", "s", "r", "tsc"}
+    plan = native.plan(cf, read)
+    assert {f.alias for f in plan.fields} == read
+
+
+BYS = [["indirector"], ["requester"], ["server"], ["route"], ["environment", "status"]]
+
+
+@pytest.mark.parametrize("log", ["haproxy.log", "nginx_access.log"])
+@pytest.mark.parametrize("by", BYS, ids="+".join)
+def test_a_report_from_its_own_store_equals_the_full_store(log, by):
+    full = ingest([SAMPLES / log], profile="auto").store.con
+    collapse_routes(full)
+    for view, slo in [(None, None), (None, 250_000), ("pareto", None), ("cache", None), ("slowest", None)]:
+        keep = st.columns_read(by, view, slo)
+        own = ingest([SAMPLES / log], profile="auto", columns=keep).store.con
+        collapse_routes(own)
+        assert set(stored_columns(own)) <= keep | set(schema.ALWAYS_STORED) | {"ingest_id"}
+        if view is None:
+            a = st.stats_records(full, by=by, slo_us=slo, top=None)
+            b = st.stats_records(own, by=by, slo_us=slo, top=None)
+        else:
+            a = st.named_records(full, view, by=by, top=None)
+            b = st.named_records(own, view, by=by, top=None)
+        assert b.columns == a.columns
+        assert same_rows(b.rows, a.rows), (view, slo)
+        assert same_rows([st.summary(own)], [st.summary(full)])
+
+
+def same_rows(got: list[dict], want: list[dict]) -> bool:
+    """Equal rows, but for the last bits of floats: a parallel float sum (a sum of squares,
+    an estimate rounded to whole microseconds) may round apart between two runs."""
+    if len(got) != len(want):
+        return False
+    for g, w in zip(got, want, strict=True):
+        for k in w:
+            a, b = g[k], w[k]
+            if isinstance(a, float) or isinstance(b, float):
+                if not math.isclose(a, b, rel_tol=1e-12):
+                    return False
+            elif isinstance(a, int) and isinstance(b, int) and k.endswith("_us"):
+                if abs(a - b) > 1:
+                    return False
+            elif a != b:
+                return False
+    return True
+
+
+def test_stats_of_a_file_equals_stats_of_its_store(tmp_path):
+    """The CLI's one-shot store against a store of every column, as a user runs both."""
+    log = str(SAMPLES / "haproxy.log")
+    db = str(tmp_path / "full.duckdb")
+    subprocess.run(["logan", "ingest", log, "--db", db], check=True, capture_output=True, timeout=120)
+    for args in (["--by", "server", "--slo", "100ms"], ["--by", "requester", "--status", "2xx"]):
+        one = subprocess.run(["logan", "stats", log, "-o", "json", *args], capture_output=True, timeout=120)
+        full = subprocess.run(
+            ["logan", "stats", "--db", db, "-o", "json", *args], capture_output=True, timeout=120
+        )
+        assert one.returncode == full.returncode == 0, one.stderr + full.stderr
+        assert same_rows(json.loads(one.stdout), json.loads(full.stdout))
+        assert len(json.loads(one.stdout)) > 1
