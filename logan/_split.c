@@ -67,8 +67,12 @@ static int read_line(const char *p, int32_t n, int32_t pos, const Step *steps, i
     for (int32_t k = 0; k < nsteps; k++) {
         const Step *s = &steps[k];
         if (s->kind == LITERAL) {
-            if (n - pos < s->b || memcmp(p + pos, lits + s->a, (size_t)s->b) != 0)
+            /* a byte or two, mostly: a call to memcmp costs more than the compare */
+            if (n - pos < s->b)
                 return 0;
+            for (int32_t k = 0; k < s->b; k++)
+                if (p[pos + k] != lits[s->a + k])
+                    return 0;
             pos += s->b;
             continue;
         }
@@ -131,14 +135,14 @@ static int read_line(const char *p, int32_t n, int32_t pos, const Step *steps, i
 }
 
 static PyObject *split(PyObject *self, PyObject *args) {
-    Py_buffer views = {0}, body = {0}, plan = {0}, lits = {0}, forbid = {0};
+    Py_buffer views = {0}, body = {0}, plan = {0}, lits = {0}, forbid = {0}, outbuf = {0};
     PyObject *buffers, *result = NULL;
     int nslots, sep, no_tab;
     Py_buffer *data = NULL;
     const char **bufs = NULL;
     Py_ssize_t nbufs = 0, got = 0;
-    if (!PyArg_ParseTuple(args, "y*Oy*y*y*y*iii", &views, &buffers, &body, &plan, &lits, &forbid, &nslots,
-                          &sep, &no_tab))
+    if (!PyArg_ParseTuple(args, "y*Oy*y*y*y*iiiw*", &views, &buffers, &body, &plan, &lits, &forbid, &nslots,
+                          &sep, &no_tab, &outbuf))
         return NULL;
     Py_ssize_t n = views.len / (Py_ssize_t)sizeof(View);
     Py_ssize_t nsteps = plan.len / (Py_ssize_t)sizeof(Step);
@@ -165,14 +169,14 @@ static PyObject *split(PyObject *self, PyObject *args) {
             goto done;
         bufs[got] = data[got].buf;
     }
-    PyObject *out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)nslots * n * (Py_ssize_t)sizeof(View));
-    PyObject *rows = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
-    if (!out || !rows) {
-        Py_XDECREF(out);
-        Py_XDECREF(rows);
+    if (outbuf.len < (Py_ssize_t)nslots * n * (Py_ssize_t)sizeof(View)) {
+        PyErr_SetString(PyExc_ValueError, "the output buffer holds fewer than slots x lines views");
         goto done;
     }
-    View *ov = (View *)PyByteArray_AS_STRING(out);
+    PyObject *rows = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
+    if (!rows)
+        goto done;
+    View *ov = (View *)outbuf.buf;
     int32_t *taken = (int32_t *)PyByteArray_AS_STRING(rows);
     const View *lines = views.buf;
     const int32_t *offsets = body.len ? body.buf : NULL;
@@ -181,7 +185,6 @@ static PyObject *split(PyObject *self, PyObject *args) {
     int32_t starts[512], ends[512];
     if (nslots > 512) {
         PyErr_SetString(PyExc_ValueError, "too many fields");
-        Py_DECREF(out);
         Py_DECREF(rows);
         goto done;
     }
@@ -201,7 +204,7 @@ static PyObject *split(PyObject *self, PyObject *args) {
         taken[m++] = (int32_t)i;
     }
     Py_END_ALLOW_THREADS
-    result = Py_BuildValue("nNN", m, out, rows);
+    result = Py_BuildValue("nN", m, rows);
 done:
     for (Py_ssize_t i = 0; i < got; i++)
         PyBuffer_Release(&data[i]);
@@ -212,13 +215,58 @@ done:
     PyBuffer_Release(&plan);
     PyBuffer_Release(&lits);
     PyBuffer_Release(&forbid);
+    PyBuffer_Release(&outbuf);
     return result;
 }
 
+/* The string views of every line of a block (logan/sources.py's _line_views, in one pass):
+ * a line ends at \n, a \r before it is not part of it, a last piece without \n is a line. */
+static PyObject *line_views(PyObject *self, PyObject *args) {
+    Py_buffer block = {0};
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*", &block))
+        return NULL;
+    const char *a = block.buf;
+    Py_ssize_t len = block.len, n = 0;
+    for (const char *q = a; (q = memchr(q, '\n', (size_t)(a + len - q))) != NULL; q++)
+        n++;
+    if (len && a[len - 1] != '\n')
+        n++;
+    PyObject *out = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(View));
+    if (!out) {
+        PyBuffer_Release(&block);
+        return NULL;
+    }
+    View *views = (View *)PyByteArray_AS_STRING(out);
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t start = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        const char *nl = memchr(a + start, '\n', (size_t)(len - start));
+        Py_ssize_t end = nl ? nl - a : len, stop = end;
+        if (stop > start && a[stop - 1] == '\r')
+            stop--;
+        View *v = &views[k];
+        int32_t vlen = (int32_t)(stop - start);
+        memset(v, 0, sizeof(View));
+        v->len = vlen;
+        if (vlen <= 12) {
+            memcpy(v->u.inl, a + start, (size_t)vlen);
+        } else {
+            memcpy(v->u.ref.prefix, a + start, 4);
+            v->u.ref.off = (int32_t)start;
+        }
+        start = end + 1;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&block);
+    return out;
+}
+
 static PyMethodDef methods[] = {
+    {"line_views", line_views, METH_VARARGS, "line_views(block) -> the string views of its lines"},
     {"split", split, METH_VARARGS,
-     "split(views, buffers, body_offsets, plan, literals, forbidden, slots, sep, no_tab)"
-     " -> (taken, field views, taken line indexes)"},
+     "split(views, buffers, body_offsets, plan, literals, forbidden, slots, sep, no_tab, out)"
+     " -> (taken, taken line indexes); out gets slots x lines field views, slot-major"},
     {NULL, NULL, 0, NULL},
 };
 

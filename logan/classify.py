@@ -511,22 +511,22 @@ def classified_sql(
     joins). `relation` is read once (materialized), so it may be an expensive parse.
     """
     rules = load_rules(rules) if rules is not None else Rules()
-    what = _what(profile, rules, "__qenv")
+    what = _what(profile, rules, _QUERY_ENV)
     keys = ["path", "vhost"]
     keys += [c for c in RULE_FIELDS if c not in keys and any(r.column == c for r in rules.rules)]
     if any(r.method for r in rules.rules) and "method" not in keys:
         keys.append("method")
-    qenv = ", " + _QUERY_ENV + " AS __qenv" if profile == "puppet" else ""
-    if qenv:
-        keys.append("__qenv")
+    if profile == "puppet" and "query" not in keys:
+        # Puppet 4+ names the environment in the query: a handful of query strings per
+        # path, so its regex too runs once per distinct key (per row: 10% of a batch).
+        keys.append("query")
     w_cols = ", ".join(f"{what[c]} AS {c}" for c in (*RULE_TARGETS, "__node", "__gn"))
     w_on = " AND ".join(f"__r.{k} IS NOT DISTINCT FROM __w.{k}" for k in keys)
-    columns = "__r.* EXCLUDE (__qenv)" if qenv else "__r.*"
     addr, by_addr, a_cte, a_join = _per_client(rules, trusted_proxies)
     return f"""
-WITH __r AS MATERIALIZED (SELECT *{qenv} FROM ({relation})),
+WITH __r AS MATERIALIZED (SELECT * FROM ({relation})),
 __w AS (SELECT {", ".join(keys)}, {w_cols} FROM (SELECT DISTINCT {", ".join(keys)} FROM __r)){a_cte}
-SELECT {columns}, {", ".join(f"__w.{c}" for c in RULE_TARGETS)},
+SELECT __r.*, {", ".join(f"__w.{c}" for c in RULE_TARGETS)},
   coalesce(__w.__node, {addr}) AS requester,
   {_group_name_sql(rules.groups, "__w.__gn", by_addr)} AS requester_group
 FROM __r LEFT JOIN __w ON {w_on}{a_join}

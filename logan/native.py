@@ -27,11 +27,12 @@ from logan.compile import (
     _without_optional,
     _word_groups,
     _words,
+    prefix_regex,
     separator,
-    strip_prefix_sql,
     value_pattern,
 )
-from logan.sources import ROW_GROUP, Batch
+from logan.convert import sql_str
+from logan.sources import BUFFERS, ROW_GROUP, Batch
 
 try:
     from logan import _split
@@ -211,10 +212,11 @@ def split(p: Plan, lines: pa.Array, line_no: np.ndarray, body: np.ndarray | None
     views = views.slice(offset * 16, len(lines) * 16)
     data = bufs[2:]
     offsets = b"" if body is None else np.ascontiguousarray(body, dtype=np.int32)
-    m, out, taken = _split.split(
-        views, data, offsets, p.steps, p.literals, p.forbidden, len(p.fields), p.sep, int(p.no_tab)
-    )
     n = len(lines)
+    out = BUFFERS.get(len(p.fields) * n * 16)
+    m, taken = _split.split(
+        views, data, offsets, p.steps, p.literals, p.forbidden, len(p.fields), p.sep, int(p.no_tab), out
+    )
     idx = np.frombuffer(taken, np.int32, m)
     out_buf = pa.py_buffer(out)
     cols = {
@@ -244,11 +246,11 @@ def read_batch(con, cf: CompiledFormat, p: Plan, batch: Batch) -> pa.Table:  # n
     line_no = batch.table.column("line_no").to_numpy()
     body = None
     if p.has_prefix:
-        strip = strip_prefix_sql(cf.dialect, "line")
+        # the header's text alone: cutting it off (strip_prefix_sql) copies the rest
+        header = f"regexp_extract(line, {sql_str('^' + prefix_regex(cf.dialect))})"
         con.register("__headed", batch.table)
         try:
-            sql = f"SELECT line_no, strlen(line) - strlen({strip}) AS o FROM __headed"
-            got = con.execute(sql).fetchnumpy()
+            got = con.execute(f"SELECT line_no, strlen({header}) AS o FROM __headed").fetchnumpy()
         finally:
             con.unregister("__headed")
         body = np.zeros(len(lines), np.int32)

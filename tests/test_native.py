@@ -272,3 +272,23 @@ def test_stats_of_a_file_equals_stats_of_its_store(tmp_path):
         assert one.returncode == full.returncode == 0, one.stderr + full.stderr
         assert same_rows(json.loads(one.stdout), json.loads(full.stdout))
         assert len(json.loads(one.stdout)) > 1
+
+
+@needs_c
+@pytest.mark.parametrize("seed", range(5))
+def test_c_line_views_equal_numpys(monkeypatch, seed):
+    """Lines cut in C and with numpy: the same views, byte for byte (CRLF, empty lines,
+    lines of 12 bytes or less held inline, no newline at the end)."""
+    rng = np.random.default_rng(seed)
+    pieces = []
+    for _ in range(2000):
+        text = bytes(rng.choice(list(b"ab c\r\t\x00"), size=rng.integers(0, 30)))
+        pieces.append(text + (b"\r\n" if rng.random() < 0.3 else b"\n"))
+    block = b"".join(pieces) + (b"tail" if seed % 2 else b"")
+    from logan import sources
+
+    by_c = sources._line_views(memoryview(block)).copy()
+    monkeypatch.setattr(sources, "_split", None)
+    by_numpy = sources._line_views(memoryview(block))
+    assert by_c.tobytes() == by_numpy.tobytes()
+    assert len(by_c) == block.count(b"\n") + (seed % 2)
