@@ -49,15 +49,16 @@ static inline const char *view_data(const View *v, const char *const *bufs) {
     return v->len <= 12 ? v->u.inl : bufs[v->u.ref.buf] + v->u.ref.off;
 }
 
-static inline void put_view(View *out, const View *line, const char *data, int32_t start, int32_t len) {
+/* The view of `len` bytes at `text`, which sit at `off` in data buffer `buf`. */
+static inline void put_view(View *out, const char *text, int32_t len, int32_t buf, int32_t off) {
     memset(out, 0, sizeof(View));
     out->len = len;
     if (len <= 12) {
-        memcpy(out->u.inl, data + start, (size_t)len);
+        memcpy(out->u.inl, text, (size_t)len);
     } else {
-        memcpy(out->u.ref.prefix, data + start, 4);
-        out->u.ref.buf = line->u.ref.buf;
-        out->u.ref.off = line->u.ref.off + start;
+        memcpy(out->u.ref.prefix, text, 4);
+        out->u.ref.buf = buf;
+        out->u.ref.off = off;
     }
 }
 
@@ -200,7 +201,8 @@ static PyObject *split(PyObject *self, PyObject *args) {
         if (!read_line(p, len, pos, steps, (int32_t)nsteps, lits.buf, forbid.buf, sep, starts, ends))
             continue;
         for (int k = 0; k < nslots; k++)
-            put_view(&ov[(Py_ssize_t)k * n + m], line, p, starts[k], ends[k] - starts[k]);
+            put_view(&ov[(Py_ssize_t)k * n + m], p + starts[k], ends[k] - starts[k], line->u.ref.buf,
+                     line->u.ref.off + starts[k]);
         taken[m++] = (int32_t)i;
     }
     Py_END_ALLOW_THREADS
@@ -245,16 +247,7 @@ static PyObject *line_views(PyObject *self, PyObject *args) {
         Py_ssize_t end = nl ? nl - a : len, stop = end;
         if (stop > start && a[stop - 1] == '\r')
             stop--;
-        View *v = &views[k];
-        int32_t vlen = (int32_t)(stop - start);
-        memset(v, 0, sizeof(View));
-        v->len = vlen;
-        if (vlen <= 12) {
-            memcpy(v->u.inl, a + start, (size_t)vlen);
-        } else {
-            memcpy(v->u.ref.prefix, a + start, 4);
-            v->u.ref.off = (int32_t)start;
-        }
+        put_view(&views[k], a + start, (int32_t)(stop - start), 0, (int32_t)start);
         start = end + 1;
     }
     Py_END_ALLOW_THREADS
