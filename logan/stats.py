@@ -317,18 +317,11 @@ def _ordered(sql: str, keys: Sequence[tuple[str, bool]], top: int | None) -> tup
     return f"SELECT * FROM (\n{sql}\n) AS ranked ORDER BY {order}{limit}", params
 
 
-def _side_by_side_sql(dims: list[str], long_sql: str) -> str:
-    """by_dimension.sql has one row per group and timer: one row per group, the duration
-    statistics first, then <timer>_<stat> for each other timer, and per timer the number
-    of groups that have it (__<timer>_groups: a timer no group has gets no columns)."""
-    stats = [*STAT_COLUMNS, "error_share", "bytes"]
-    cols = [f"any_value({c}) FILTER (WHERE timer = 'duration') AS {c}" for c in stats]
-    for timer in TIMERS:
-        cols += [f"any_value({c}) FILTER (WHERE timer = '{timer}') AS {timer}_{c}" for c in STAT_COLUMNS]
+def _with_timer_groups(sql: str) -> str:
+    """by_dimension.sql with, per timer, the number of groups that have it
+    (__<timer>_groups): a timer no group has gets no columns in the answer."""
     counts = [f"count({t}_requests) OVER () AS __{t}_groups" for t in TIMERS]
-    group = ", ".join(dims)
-    wide = f"SELECT {group}, {', '.join(cols)} FROM ({long_sql}) AS long GROUP BY {group}"
-    return f"SELECT *, {', '.join(counts)} FROM ({wide}) AS wide"
+    return f"SELECT *, {', '.join(counts)} FROM ({sql}) AS wide"
 
 
 def _with_apdex(dims: list[str], table_sql: str, apdex_sql: str) -> str:
@@ -368,7 +361,7 @@ def stats_records(
     where, params = filter_sql(
         dict(since=since, until=until, env=env, method=method, status=status, path_glob=path_glob)
     )
-    sql = _side_by_side_sql(dims, query_sql("by_dimension", by))
+    sql = _with_timer_groups(query_sql("by_dimension", by))
     if slo_us is not None:
         sql = _with_apdex(dims, sql, query_sql("apdex", by, slo_us))
     # largest first (a log without times: all NULL, so by requests); ties broken by the

@@ -5,46 +5,95 @@
 -- only substitution: a comma list of column names from the fixed whitelist in
 -- logan/stats.py (DIMENSIONS), never user text.
 --
--- Each timer is one row per group (timer = duration | upstream | ttfb | queue): the same
--- statistics for every timer without writing them four times. logan.stats puts the timers
--- side by side (upstream_p95_us, ...). The duration rows count every request, timed or not;
--- the other rows only the requests that carry that timer.
+-- One row per group, the timers side by side: the duration's statistics (requests counts
+-- every request, timed or not), then upstream_, ttfb_ and queue_ ones over the requests that
+-- carry that timer (NULL for a group with none). One pass over the rows: a row per group and
+-- timer, pivoted afterwards, took twice as long (four scans and a string key per row).
 -- share: fraction of the timer's total over all groups. error_share: fraction of requests
 -- with status 500-599. stddev_us: sample standard deviation. Percentiles interpolate
--- linearly (quantile_cont, numpy's default; Spark's percentile).
-WITH timed AS (
-  SELECT {dimensions}, 'duration' AS timer, duration_us AS us, status, bytes_sent
-  FROM requests
-  UNION ALL
-  SELECT {dimensions}, 'upstream' AS timer, upstream_us AS us, status, bytes_sent
-  FROM requests WHERE upstream_us IS NOT NULL
-  UNION ALL
-  SELECT {dimensions}, 'ttfb' AS timer, ttfb_us AS us, status, bytes_sent
-  FROM requests WHERE ttfb_us IS NOT NULL
-  UNION ALL
-  SELECT {dimensions}, 'queue' AS timer, queue_us AS us, status, bytes_sent
-  FROM requests WHERE queue_us IS NOT NULL
-)
+-- linearly (quantile_cont, numpy's default; Spark's percentile); one sort per timer for the
+-- four of them (Spark: percentile(us, array(...))), 1.7x faster than four calls.
 SELECT
-  {dimensions}, timer, requests, total_us, share, avg_us, stddev_us, min_us,
-  q[1] AS p50_us, q[2] AS p90_us, q[3] AS p95_us, q[4] AS p99_us,
-  max_us, error_share, bytes
+  {dimensions},
+  requests,
+  total_us,
+  total_us / nullif(sum(total_us) OVER (), 0) AS share,
+  avg_us,
+  stddev_us,
+  min_us,
+  q[1] AS p50_us,
+  q[2] AS p90_us,
+  q[3] AS p95_us,
+  q[4] AS p99_us,
+  max_us,
+  error_share,
+  bytes,
+  upstream_n AS upstream_requests,
+  upstream_total_us,
+  upstream_total_us / nullif(sum(upstream_total_us) OVER (), 0) AS upstream_share,
+  upstream_avg_us,
+  upstream_stddev_us,
+  upstream_min_us,
+  upstream_q[1] AS upstream_p50_us,
+  upstream_q[2] AS upstream_p90_us,
+  upstream_q[3] AS upstream_p95_us,
+  upstream_q[4] AS upstream_p99_us,
+  upstream_max_us,
+  ttfb_n AS ttfb_requests,
+  ttfb_total_us,
+  ttfb_total_us / nullif(sum(ttfb_total_us) OVER (), 0) AS ttfb_share,
+  ttfb_avg_us,
+  ttfb_stddev_us,
+  ttfb_min_us,
+  ttfb_q[1] AS ttfb_p50_us,
+  ttfb_q[2] AS ttfb_p90_us,
+  ttfb_q[3] AS ttfb_p95_us,
+  ttfb_q[4] AS ttfb_p99_us,
+  ttfb_max_us,
+  queue_n AS queue_requests,
+  queue_total_us,
+  queue_total_us / nullif(sum(queue_total_us) OVER (), 0) AS queue_share,
+  queue_avg_us,
+  queue_stddev_us,
+  queue_min_us,
+  queue_q[1] AS queue_p50_us,
+  queue_q[2] AS queue_p90_us,
+  queue_q[3] AS queue_p95_us,
+  queue_q[4] AS queue_p99_us,
+  queue_max_us
 FROM (
   SELECT
     {dimensions},
-    timer,
     count(*) AS requests,
-    CAST(sum(us) AS BIGINT) AS total_us,
-    sum(us) / nullif(sum(sum(us)) OVER (PARTITION BY timer), 0) AS share,
-    avg(us) AS avg_us,
-    stddev_samp(us) AS stddev_us,
-    min(us) AS min_us,
-    -- one sort for the four percentiles (Spark: percentile(us, array(...))): 1.7x faster
-    -- than four quantile_cont calls on 7 M rows
-    quantile_cont(us, [0.5, 0.9, 0.95, 0.99]) AS q,
-    max(us) AS max_us,
+    CAST(sum(duration_us) AS BIGINT) AS total_us,
+    avg(duration_us) AS avg_us,
+    stddev_samp(duration_us) AS stddev_us,
+    min(duration_us) AS min_us,
+    quantile_cont(duration_us, [0.5, 0.9, 0.95, 0.99]) AS q,
+    max(duration_us) AS max_us,
     avg(CASE WHEN status BETWEEN 500 AND 599 THEN 1.0 ELSE 0.0 END) AS error_share,
-    CAST(sum(bytes_sent) AS BIGINT) AS bytes
-  FROM timed
-  GROUP BY {dimensions}, timer
-) AS per_timer
+    CAST(sum(bytes_sent) AS BIGINT) AS bytes,
+    nullif(count(upstream_us), 0) AS upstream_n,
+    CAST(sum(upstream_us) AS BIGINT) AS upstream_total_us,
+    avg(upstream_us) AS upstream_avg_us,
+    stddev_samp(upstream_us) AS upstream_stddev_us,
+    min(upstream_us) AS upstream_min_us,
+    quantile_cont(upstream_us, [0.5, 0.9, 0.95, 0.99]) AS upstream_q,
+    max(upstream_us) AS upstream_max_us,
+    nullif(count(ttfb_us), 0) AS ttfb_n,
+    CAST(sum(ttfb_us) AS BIGINT) AS ttfb_total_us,
+    avg(ttfb_us) AS ttfb_avg_us,
+    stddev_samp(ttfb_us) AS ttfb_stddev_us,
+    min(ttfb_us) AS ttfb_min_us,
+    quantile_cont(ttfb_us, [0.5, 0.9, 0.95, 0.99]) AS ttfb_q,
+    max(ttfb_us) AS ttfb_max_us,
+    nullif(count(queue_us), 0) AS queue_n,
+    CAST(sum(queue_us) AS BIGINT) AS queue_total_us,
+    avg(queue_us) AS queue_avg_us,
+    stddev_samp(queue_us) AS queue_stddev_us,
+    min(queue_us) AS queue_min_us,
+    quantile_cont(queue_us, [0.5, 0.9, 0.95, 0.99]) AS queue_q,
+    max(queue_us) AS queue_max_us
+  FROM requests
+  GROUP BY {dimensions}
+) AS per_group
