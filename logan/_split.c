@@ -30,7 +30,7 @@ typedef struct {
     } u;
 } View;
 
-/* One step of a plan, as logan/native.py packs it: seven int32. */
+/* One step of a plan, as logan/native.py packs it: nine int32. */
 typedef struct {
     int32_t kind;      /* 0 literal, 1 field */
     int32_t a;         /* literal: offset in the literal pool; field: its output slot or -1 */
@@ -39,7 +39,49 @@ typedef struct {
     int32_t nonempty;  /* field: "" is not a value of it */
     int32_t last;      /* field: runs to the last stop byte of its word (IPv6 client:port) */
     int32_t table;     /* field: index of its 256-byte table (BAD, STOP, INNER_SEP, LIST_SEP) */
+    int32_t shape;     /* field: what its text must look like (SHAPE_*), or 0 */
+    int32_t most;      /* field: SHAPE_DIGITS: at most this many */
 } Step;
+
+/* The shapes of logan/compile.py's VALUE_PATTERNS that a check could let through wider
+ * (a cast reads "+5" or "0x10"), and SHAPE_DIGITS, a field checked here for its check. */
+enum { SHAPE_INT = 1, SHAPE_SIGNED = 2, SHAPE_DECIMAL = 3, SHAPE_DIGITS = 4 };
+
+static inline int all_digits(const char *p, int32_t from, int32_t to) {
+    if (from >= to)
+        return 0;
+    for (int32_t i = from; i < to; i++)
+        if (p[i] < '0' || p[i] > '9')
+            return 0;
+    return 1;
+}
+
+/* Does p[start:end] have the shape? */
+static int has_shape(const char *p, int32_t start, int32_t end, int32_t shape, int32_t most) {
+    int32_t len = end - start;
+    switch (shape) {
+    case SHAPE_DIGITS: /* \d{1,most} */
+        return len <= most && all_digits(p, start, end);
+    case SHAPE_INT: /* -|-?\d+ */
+        if (len == 1 && p[start] == '-')
+            return 1;
+        return all_digits(p, start + (len && p[start] == '-'), end);
+    case SHAPE_SIGNED: /* [+-]?\d+ */
+        return all_digits(p, start + (len && (p[start] == '-' || p[start] == '+')), end);
+    case SHAPE_DECIMAL: { /* -|-?\d+(?:\.\d+)? */
+        if (len == 1 && p[start] == '-')
+            return 1;
+        int32_t from = start + (len && p[start] == '-');
+        const char *dot = memchr(p + from, '.', (size_t)(end - from));
+        if (!dot)
+            return all_digits(p, from, end);
+        int32_t d = (int32_t)(dot - p);
+        return all_digits(p, from, d) && all_digits(p, d + 1, end);
+    }
+    default:
+        return 1;
+    }
+}
 
 enum { LITERAL = 0, FIELD = 1 };
 /* A field's table: what each byte is to it (0: part of its text). */
@@ -125,6 +167,8 @@ static int read_line(const char *p, int32_t n, int32_t pos, const Step *steps, i
             end = pos;
         }
         if (s->nonempty && end == start)
+            return 0;
+        if (s->shape && !has_shape(p, start, end, s->shape, s->most))
             return 0;
         if (s->a >= 0) {
             starts[s->a] = start;

@@ -217,7 +217,8 @@ def _ingest_source(
                 summary.profile = summary.profile or resolved
                 classification = _classification(resolved, rules, trusted_proxies)
                 classified = classification is not None
-                plan = native.plan(cf, None if keep is None else rows.fields_read(cf, classified, keep))
+                read = rows.fields_read(cf, classified, keep) if keep is not None else (None, set())
+                plan = native.plan(cf, *read, tz)
                 reading = _Reading(cf, plan, tz, classification, keep, src.label, ingest_id)
                 st.ensure_columns(rows.stored_columns(cf, classified, keep))
                 summary.tz_assumed |= _has_local_time(cf)
@@ -259,6 +260,7 @@ class _Reading:
     ingest_id: int
     row: _IngestRow | None = None
     _sql: dict[str, str] = field(default_factory=dict)
+    plan_sql = "SELECT * FROM __raw"  # the lines the C split read
 
     @property
     def params(self) -> dict:
@@ -272,7 +274,10 @@ class _Reading:
     def insert_sql(self, raw_sql: str) -> str:
         # the same for every batch: made once (6 ms a batch)
         if raw_sql not in self._sql:
-            self._sql[raw_sql] = rows.insert_sql(self.cf, raw_sql, self.tz, self.classification, self.keep)
+            checked = self.plan.checked if self.plan is not None and raw_sql == self.plan_sql else frozenset()
+            self._sql[raw_sql] = rows.insert_sql(
+                self.cf, raw_sql, self.tz, self.classification, self.keep, checked
+            )
         return self._sql[raw_sql]
 
 
@@ -348,7 +353,7 @@ def _ingest_batch(st: Store, r: _Reading, batch: Batch, out: SourceSummary, summ
     if r.plan is not None:
         raw = batch.parsed if batch.parsed is not None else native.read_batch(con, cf, r.plan, batch)
         con.register("__raw", raw)
-        fast: str | None = "SELECT * FROM __raw"
+        fast: str | None = r.plan_sql
     else:
         fast = cf.fast_raw_sql("__batch")
     con.execute("BEGIN")

@@ -13,6 +13,7 @@ import re
 import struct
 from dataclasses import dataclass
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 
@@ -41,7 +42,11 @@ except ImportError:  # built without a C compiler
 
 _LITERAL, _FIELD = 0, 1
 _BAD, _STOP, _INNER_SEP, _LIST_SEP = 1, 2, 3, 4
-_STEP = struct.Struct("<7i")
+_STEP = struct.Struct("<9i")
+# Shapes the steps check (_split.c): a VALUE_PATTERNS entry whose check (a cast) would let
+# wider texts through, and digits for a field checked here instead of by its check.
+_SHAPES = {"int": 1, "signed": 2, "decimal": 3}
+_DIGITS = 4
 # Bytes a field between separators never holds: what RE2's \S refuses, the quote that ends
 # a quoted field, and the backslash that starts an escape (only the exact path decodes it).
 _NOT_IN_WORD = frozenset(b' \t\n\f\r"\\')
@@ -58,6 +63,7 @@ class Plan:
     forbidden: bytes  # one 256-byte table per field
     fields: list[Field]  # in output order
     absent: list[str]  # fields not cut out (optional, or not wanted): NULL on every line
+    checked: frozenset[str]  # fields whose checks the steps made (digits only)
     sep: int
     no_tab: bool
     has_prefix: bool
@@ -75,10 +81,18 @@ class _Fld:
     last: bool = False  # up to the last stop byte of its word (an IPv6 client before ":port")
 
 
-def plan(cf: CompiledFormat, wanted: set[str] | None = None) -> Plan | None:
+def plan(
+    cf: CompiledFormat, values: set[str] | None = None, checks: set[str] = frozenset(), tz: str = "UTC"
+) -> Plan | None:
     """The format as C steps, or None when the SQL split path cannot take its lines either
-    or their shape needs what the C steps lack. Only the
-    `wanted` fields (aliases; None: all) are cut out; every field is checked."""
+    or their shape needs what the C steps lack.
+
+    `values`: the fields (aliases) whose texts are wanted; None: all. A field only a check
+    reads (`checks`) whose check passes any text of a few digits is checked here instead,
+    if the text is such digits (a line with another value goes to the exact path, which
+    checks it in SQL), and is not cut out either: the check is in `Plan.checked`."""
+    digits = {} if values is None else digit_limits(cf, set(checks) - values, tz)
+    wanted = None if values is None else values | (set(checks) - set(digits))
     if not available() or cf.fast_raw_sql("__batch") is None:
         return None
     items = _without_optional(cf.items)
@@ -100,7 +114,7 @@ def plan(cf: CompiledFormat, wanted: set[str] | None = None) -> Plan | None:
                 if word is None:
                     return None
                 steps += word
-    return _pack(cf, _merged(steps), sep, wanted)
+    return _pack(cf, _merged(steps), sep, wanted, digits)
 
 
 def _word_steps(group: list[list], sep: str) -> list[_Lit | _Fld] | None:
@@ -137,14 +151,16 @@ def _merged(steps: list[_Lit | _Fld]) -> list[_Lit | _Fld]:
     return out
 
 
-def _pack(cf: CompiledFormat, steps: list[_Lit | _Fld], sep: str, wanted: set[str] | None) -> Plan | None:
+def _pack(
+    cf: CompiledFormat, steps: list[_Lit | _Fld], sep: str, wanted: set[str] | None, digits: dict[str, int]
+) -> Plan | None:
     packed, literals, tables, fields, seen = [], b"", [], [], set()
     for i, s in enumerate(steps):
         if isinstance(s, _Lit):
             text = s.text.encode()
             if b"\\" in text or (sep == " " and b"\t" in text):
                 return None  # the SQL split path takes no line of such a format either
-            packed.append(_STEP.pack(_LITERAL, len(literals), len(text), 0, 0, 0, 0))
+            packed.append(_STEP.pack(_LITERAL, len(literals), len(text), 0, 0, 0, 0, 0, 0))
             literals += text
             continue
         nxt = steps[i + 1] if i + 1 < len(steps) else None
@@ -174,6 +190,7 @@ def _pack(cf: CompiledFormat, steps: list[_Lit | _Fld], sep: str, wanted: set[st
                 int(_never_empty(s.field)),
                 int(s.last),
                 len(tables),
+                *_shape(s.field, quoted, digits),
             )
         )
         tables.append(bytes(table))
@@ -188,10 +205,45 @@ def _pack(cf: CompiledFormat, steps: list[_Lit | _Fld], sep: str, wanted: set[st
         b"".join(tables),
         fields,
         [f.alias for f in cf.fields if f not in fields],
+        frozenset(digits),
         ord(sep),
         sep == " ",
         bool(cf.dialect.prefixes),
     )
+
+
+# The longest run of digits tried on a check: an 18-digit number still fits a BIGINT.
+_MAX_DIGITS = 18
+
+
+def digit_limits(cf: CompiledFormat, aliases: set[str], tz: str) -> dict[str, int]:
+    """For each field of `aliases` whose check is about that field alone: the most digits a
+    text of digits only may have and still pass it (fields with none are left out). Found
+    by running the check on 0...0 and 9...9 of each length: the checks that pass digits
+    are casts and range tests, which a number between two that pass passes too."""
+    con = duckdb.connect()
+    out: dict[str, int] = {}
+    for ok, _ in cf.typed(tz)[1]:
+        fields = set(re.findall(r"\bf\d+\b", ok))
+        if len(fields) != 1 or not fields <= aliases:
+            continue
+        (alias,) = fields
+        n = 0
+        while n < _MAX_DIGITS:
+            texts = ["0" * (n + 1), "9" * (n + 1)]
+            passed = con.execute(f"SELECT bool_and({ok}) FROM (SELECT unnest(?) AS {alias})", [texts])
+            if not passed.fetchall()[0][0]:
+                break
+            n += 1
+        if n:
+            out[alias] = min(n, out.get(alias, n))
+    return out
+
+
+def _shape(f: Field, quoted: bool, digits: dict[str, int]) -> tuple[int, int]:
+    if f.alias in digits:
+        return _DIGITS, digits[f.alias]
+    return (0 if quoted else _SHAPES.get(f.spec.value, 0)), 0
 
 
 def _word_bytes(f: Field, sep: str) -> set[int]:

@@ -21,9 +21,13 @@ Keep = frozenset[str] | None
 PARAMS = {"ingest_id": "$ingest_id", "source": "$source", "dialect": "$dialect", "format": "$format"}
 
 
-def typed_sql(cf: CompiledFormat, raw_sql: str, tz: str, with_reason: bool) -> str:
-    """SELECT line_no, line, <typed canonical columns>, __ok [, __reason] FROM (raw)."""
+def typed_sql(
+    cf: CompiledFormat, raw_sql: str, tz: str, with_reason: bool, checked: frozenset[str] = frozenset()
+) -> str:
+    """SELECT line_no, line, <typed canonical columns>, __ok [, __reason] FROM (raw).
+    `checked`: fields the C split checked itself (logan/native.py), left out of __ok."""
     cols, checks = cf.typed(tz)
+    checks = [(ok, r) for ok, r in checks if not _aliases(ok) <= checked]
     ok = " AND ".join(c for c, _ in checks) or "true"
     parts = [f"{sql} AS {col}" for col, sql in cols.items()]
     reason = ""
@@ -111,9 +115,9 @@ def stored_columns(cf: CompiledFormat, classified: bool, keep: Keep = None) -> l
     return ["ingest_id", *canonical]
 
 
-def fields_read(cf: CompiledFormat, classified: bool, keep: Keep) -> set[str]:
-    """The raw fields (f0, f1, ...) that the stored columns come from or that a check
-    reads: the others need not be cut out of the lines at all."""
+def fields_read(cf: CompiledFormat, classified: bool, keep: Keep) -> tuple[set[str], set[str]]:
+    """(the raw fields, f0, f1, ..., that the stored columns come from; those a check reads):
+    the others need not be cut out of the lines at all."""
     typed, checks = cf.typed("UTC")
     derived = _derived_columns(cf)
     wanted = set(stored_columns(cf, classified, keep)) | (set(CLASSIFIER_READS) if classified else set())
@@ -121,8 +125,11 @@ def fields_read(cf: CompiledFormat, classified: bool, keep: Keep) -> set[str]:
     used = {t for t in typed if re.search(rf"\b{t}\b", text)}
     if re.search(r"\b__(rq|target|host)\b", text):
         used.add("request")  # method, path, query, vhost cut from the request line
-    sql = " ".join([*(typed[t] for t in used), *(ok for ok, _ in checks)])
-    return set(re.findall(r"\bf\d+\b", sql))
+    return _aliases(*(typed[t] for t in used)), _aliases(*(ok for ok, _ in checks))
+
+
+def _aliases(*sql: str) -> set[str]:
+    return set(re.findall(r"\bf\d+\b", " ".join(sql)))
 
 
 def derived_sql(cf: CompiledFormat, typed: str) -> str:
@@ -154,8 +161,15 @@ def derived_sql(cf: CompiledFormat, typed: str) -> str:
 Classifier = Callable[[str], str] | None
 
 
-def insert_sql(cf: CompiledFormat, raw_sql: str, tz: str, classify: Classifier, keep: Keep = None) -> str:
-    derived = derived_sql(cf, typed_sql(cf, raw_sql, tz, with_reason=False))
+def insert_sql(
+    cf: CompiledFormat,
+    raw_sql: str,
+    tz: str,
+    classify: Classifier,
+    keep: Keep = None,
+    checked: frozenset[str] = frozenset(),
+) -> str:
+    derived = derived_sql(cf, typed_sql(cf, raw_sql, tz, with_reason=False, checked=checked))
     return _insert(cf, derived, classify, keep)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 from pathlib import Path
 
@@ -205,15 +206,49 @@ def test_a_store_keeps_only_the_columns_asked_for(monkeypatch, reader):
 
 
 @needs_c
-def test_fields_not_kept_are_not_cut_out(monkeypatch):
+def test_fields_not_kept_are_not_cut_out():
     cf = compile_format(*resolve_format("haproxy:httplog", None))
-    read = rows.fields_read(cf, False, frozenset({"duration_us"}))
-    by_name = {f.alias: f.spec.name for f in cf.fields}
-    # the duration, and every field a check reads (numbers, the date), but no text
-    assert {by_name[a] for a in read} >= {"Ta", "tr"}
-    assert not {by_name[a] for a in read} & {"ci", "f", "b", "s", "r", "tsc"}
-    plan = native.plan(cf, read)
-    assert {f.alias for f in plan.fields} == read
+    values, checks = rows.fields_read(cf, False, frozenset({"duration_us", "ts_start"}))
+    name = {f.alias: f.spec.directive.lstrip("%") for f in cf.fields}
+    assert {name[a] for a in values} == {"Ta", "tr"}
+    # every number and the date have a check; no text has
+    assert {name[a] for a in checks} >= {"Ta", "tr", "TR", "Tw", "Tc", "Tr", "ST", "B", "ac", "fc", "bc"}
+    assert not {name[a] for a in checks} & {"ci", "ft", "b", "s", "{+Q}r", "tsc"}
+    plan = native.plan(cf, values, checks)
+    # a number only a check reads is checked in C (digits), not cut out
+    assert {f.alias for f in plan.fields} == values
+    assert plan.checked == checks - values
+    con = duckdb.connect()
+    for alias, most in native.digit_limits(cf, checks - values, "UTC").items():
+        ok = next(ok for ok, _ in cf.typed("UTC")[1] if alias in re.findall(r"\bf\d+\b", ok))
+        passes = [
+            con.execute(f"SELECT {ok} FROM (SELECT ? AS {alias})", [v]).fetchall()[0][0]
+            for v in ["0", "7" * most, "9" * most, "-", "+1", "1" * (most + 1) if most < 18 else "-2"]
+        ]
+        assert passes[:3] == [True, True, True], (name[alias], passes)
+    # the ST of HAProxy is a SMALLINT: four digits at most, whatever the check says of five
+    assert native.digit_limits(cf, {a for a in name if name[a] == "ST"}, "UTC") == {
+        a: 4 for a in name if name[a] == "ST"
+    }
+
+
+@needs_c
+def test_lines_whose_checked_numbers_are_no_digits_go_to_the_regex(tmp_path, monkeypatch):
+    """ "+1" retries (redispatched), a "-" counter, 10 digits: the C split leaves the line,
+    the exact path checks it; the report's store has the same rows as a full one."""
+    body = (
+        "lb haproxy[1]: 10.0.1.2:33317 [06/Feb/2009:12:14:14.655] http-in static/srv1 10/0/30/69/109 200 "
+        '2750 - - ---- 1/1/1/1/{r} 0/0 "GET /index.html HTTP/1.1"'
+    )
+    lines = ["Feb  6 12:14:14 " + body.format(r=r) for r in ("0", "+1", "-", "1234567890", "12", "x")]
+    path = tmp_path / "h.log"
+    path.write_text("\n".join(lines) + "\n")
+    keep = {"duration_us", "ts_start"}
+    own = ingest([path], format="haproxy:httplog", profile="none", columns=keep)
+    full = ingest([path], format="haproxy:httplog", profile="none")
+    q = "SELECT line_no, duration_us, ts_start FROM requests ORDER BY line_no"
+    assert own.store.con.execute(q).fetchall() == full.store.con.execute(q).fetchall()
+    assert (own.rows, own.rejects) == (full.rows, full.rejects) == (4, 2)  # "-" and "x" are no retries
 
 
 BYS = [["indirector"], ["requester"], ["server"], ["route"], ["environment", "status"]]
@@ -292,3 +327,27 @@ def test_c_line_views_equal_numpys(monkeypatch, seed):
     by_numpy = sources._line_views(memoryview(block))
     assert by_c.tobytes() == by_numpy.tobytes()
     assert len(by_c) == block.count(b"\n") + (seed % 2)
+
+
+@needs_c
+@pytest.mark.parametrize(
+    ("fmt", "dialect", "line"),
+    [
+        # %>s is an int (-|-?\d+), %D too; a cast would read "+5", "0x10" or "1_000"
+        ('%h "%r" %>s %D', "apache", '1.2.3.4 "GET / HTTP/1.1" {v} 5'),
+        ('%h "%r" %>s %D', "apache", '1.2.3.4 "GET / HTTP/1.1" 200 {v}'),
+        # HAProxy's %rc is signed ([+-]?\d+): "+1" is a redispatch, "-" is no value
+        ('%ci "%r" %rc', "haproxy", '1.2.3.4 "GET / HTTP/1.1" {v}'),
+        # nginx's $request_time is a decimal (-|-?\d+(?:\.\d+)?)
+        ('$remote_addr "$request" $request_time', "nginx", '1.2.3.4 "GET / HTTP/1.1" {v}'),
+    ],
+)
+def test_numbers_read_alike_whatever_reads_them(ingest_text, monkeypatch, fmt, dialect, line):
+    values = ["5", "-5", "-", "+5", "0x10", "1_000", "007", "5.0", "5.", ".5", "-.5", "", "5e3", "99999"]
+    text = "\n".join(line.format(v=v) for v in values) + "\n"
+    s1, req1, rej1 = ingest_text(text, fmt, dialect=dialect)
+    with reading_with(monkeypatch, "regex"):
+        s2, req2, rej2 = ingest_text(text, fmt, dialect=dialect)
+    pd.testing.assert_frame_equal(req1.drop(columns="source"), req2.drop(columns="source"))
+    pd.testing.assert_frame_equal(rej1.drop(columns="source"), rej2.drop(columns="source"))
+    assert 0 < s1.rows < len(values)
