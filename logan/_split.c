@@ -40,7 +40,8 @@ typedef struct {
     int32_t last;      /* field: runs to the last stop byte of its word (IPv6 client:port) */
     int32_t table;     /* field: index of its 256-byte table (BAD, STOP, INNER_SEP, LIST_SEP) */
     int32_t shape;     /* field: what its text must look like (SHAPE_*), or 0 */
-    int32_t most;      /* field: SHAPE_DIGITS: at most this many */
+    int32_t most;      /* field: SHAPE_DIGITS: at most this many (low byte); "-" (bit 8) and
+                        * "-1" (bit 9) pass too */
 } Step;
 
 /* The shapes of logan/compile.py's VALUE_PATTERNS that a check could let through wider
@@ -60,8 +61,12 @@ static inline int all_digits(const char *p, int32_t from, int32_t to) {
 static int has_shape(const char *p, int32_t start, int32_t end, int32_t shape, int32_t most) {
     int32_t len = end - start;
     switch (shape) {
-    case SHAPE_DIGITS: /* \d{1,most} */
-        return len <= most && all_digits(p, start, end);
+    case SHAPE_DIGITS: /* \d{1,most}, and "-" or "-1" when the check passes them */
+        if (len == 1 && p[start] == '-')
+            return (most >> 8) & 1;
+        if (len == 2 && p[start] == '-' && p[start + 1] == '1')
+            return (most >> 9) & 1;
+        return len <= (most & 0xff) && all_digits(p, start, end);
     case SHAPE_INT: /* -|-?\d+ */
         if (len == 1 && p[start] == '-')
             return 1;

@@ -216,33 +216,39 @@ def _pack(
 _MAX_DIGITS = 18
 
 
-def digit_limits(cf: CompiledFormat, aliases: set[str], tz: str) -> dict[str, int]:
-    """For each field of `aliases` whose check is about that field alone: the most digits a
-    text of digits only may have and still pass it (fields with none are left out). Found
-    by running the check on 0...0 and 9...9 of each length: the checks that pass digits
-    are casts and range tests, which a number between two that pass passes too."""
+def digit_limits(cf: CompiledFormat, aliases: set[str], tz: str) -> dict[str, tuple[int, int]]:
+    """For each field of `aliases` whose check is about that field alone and passes texts
+    of digits only: (the most digits such a text may have, which of "-" and "-1" the check
+    passes too: bits 1 and 2). Found by running the check on those texts and on 0...0 and
+    9...9 of each length: the checks that pass digits are casts and range tests, which a
+    number between two that pass passes too. A field with a value of another look goes to
+    the exact path."""
     con = duckdb.connect()
-    out: dict[str, int] = {}
+    texts = ["-", "-1"] + [d * n for n in range(1, _MAX_DIGITS + 1) for d in "09"]
+    by_alias = {f.alias: f for f in cf.fields}
+    out: dict[str, tuple[int, int]] = {}
     for ok, _ in cf.typed(tz)[1]:
         fields = set(re.findall(r"\bf\d+\b", ok))
         if len(fields) != 1 or not fields <= aliases:
             continue
         (alias,) = fields
-        n = 0
-        while n < _MAX_DIGITS:
-            texts = ["0" * (n + 1), "9" * (n + 1)]
-            passed = con.execute(f"SELECT bool_and({ok}) FROM (SELECT unnest(?) AS {alias})", [texts])
-            if not passed.fetchall()[0][0]:
-                break
-            n += 1
-        if n:
-            out[alias] = min(n, out.get(alias, n))
+        sql = f"SELECT list(coalesce({ok}, false) ORDER BY i) FROM (SELECT unnest(?) AS {alias}, unnest(?) AS i)"  # noqa: E501
+        passed = con.execute(sql, [texts, list(range(len(texts)))]).fetchall()[0][0]
+        # and the regex of the exact path reads them (%rc "-" passes a cast's check, not [+-]?\d+)
+        shape = value_pattern(by_alias[alias], "")
+        passed = [p and re.fullmatch(shape, t) is not None for p, t in zip(passed, texts, strict=True)]
+        most = 0
+        while most < _MAX_DIGITS and all(passed[2 + 2 * most : 4 + 2 * most]):
+            most += 1
+        if most:
+            out[alias] = (most, passed[0] | passed[1] << 1)
     return out
 
 
-def _shape(f: Field, quoted: bool, digits: dict[str, int]) -> tuple[int, int]:
+def _shape(f: Field, quoted: bool, digits: dict[str, tuple[int, int]]) -> tuple[int, int]:
     if f.alias in digits:
-        return _DIGITS, digits[f.alias]
+        most, dashes = digits[f.alias]
+        return _DIGITS, most | dashes << 8
     return (0 if quoted else _SHAPES.get(f.spec.value, 0)), 0
 
 
