@@ -331,9 +331,12 @@ def _resolve_profile(profile: str, st: Store, batch: Batch, cf: CompiledFormat) 
 def _classification(profile: str, rules: object | None, trusted: Sequence[str]) -> rows.Classifier:
     if profile == "none":
         return None
-    from logan.classify import classified_sql
+    from logan.classify import classified_sql, key_columns
 
-    return lambda rel: classified_sql(rel, profile, rules, trusted)  # type: ignore[arg-type]
+    return rows.Classification(
+        lambda rel, keyed=None: classified_sql(rel, profile, rules, trusted, keyed),  # type: ignore[arg-type]
+        tuple(key_columns(profile, rules)),  # type: ignore[arg-type]
+    )
 
 
 def _has_local_time(cf: CompiledFormat) -> bool:

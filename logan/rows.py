@@ -8,7 +8,8 @@ stored table does not keep them per row (the `requests` view reads them from `in
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
 
 from logan import schema
 from logan.compile import CompiledFormat
@@ -119,13 +120,20 @@ def fields_read(cf: CompiledFormat, classified: bool, keep: Keep) -> tuple[set[s
     """(the raw fields, f0, f1, ..., that the stored columns come from; those a check reads):
     the others need not be cut out of the lines at all."""
     typed, checks = cf.typed("UTC")
-    derived = _derived_columns(cf)
     wanted = set(stored_columns(cf, classified, keep)) | (set(CLASSIFIER_READS) if classified else set())
-    text = " ".join(derived.get(c, "") for c in wanted)
+    used = _typed_sources(cf, wanted)
+    return _aliases(*(typed[t] for t in used)), _aliases(*(ok for ok, _ in checks))
+
+
+def _typed_sources(cf: CompiledFormat, columns: Collection[str]) -> set[str]:
+    """The typed columns (cf.typed) that the derived `columns` are made of."""
+    typed = cf.typed("UTC")[0]
+    derived = _derived_columns(cf)
+    text = " ".join(derived.get(c, "") for c in columns)
     used = {t for t in typed if re.search(rf"\b{t}\b", text)}
     if re.search(r"\b__(rq|target|host)\b", text):
         used.add("request")  # method, path, query, vhost cut from the request line
-    return _aliases(*(typed[t] for t in used)), _aliases(*(ok for ok, _ in checks))
+    return used
 
 
 def _aliases(*sql: str) -> set[str]:
@@ -156,9 +164,17 @@ def derived_sql(cf: CompiledFormat, typed: str) -> str:
     return f"SELECT {', '.join(cols)} FROM ({rel})"
 
 
-# A classifier turns the SQL of unclassified rows into the SQL of classified ones
-# (logan.classify.classified_sql with the profile bound); None leaves the columns NULL.
-Classifier = Callable[[str], str] | None
+@dataclass(frozen=True)
+class Classification:
+    """A profile bound to its rules: `sql` turns the SQL of unclassified rows into that of
+    classified ones (logan.classify.classified_sql), reading `keys` of each row."""
+
+    sql: Callable[[str, tuple[str, list[str]] | None], str]
+    keys: tuple[str, ...]
+
+
+# None leaves the classification columns NULL.
+Classifier = Classification | None
 
 
 def insert_sql(
@@ -170,12 +186,31 @@ def insert_sql(
     checked: frozenset[str] = frozenset(),
 ) -> str:
     derived = derived_sql(cf, typed_sql(cf, raw_sql, tz, with_reason=False, checked=checked))
-    return _insert(cf, derived, classify, keep)
+    return _insert(cf, derived, classify, keep, _keyed(cf, raw_sql, tz, classify))
 
 
-def _insert(cf: CompiledFormat, derived: str, classify: Classifier, keep: Keep) -> str:
+def _keyed(cf: CompiledFormat, raw_sql: str, tz: str, classify: Classifier) -> tuple[str, list[str]] | None:
+    """For classify's `keyed`: the distinct raw texts of the fields its key columns come
+    from (a batch's request lines), read like rows, and the typed columns to join on."""
+    if classify is None:
+        return None
+    typed, _ = cf.typed(tz)
+    on = sorted(_typed_sources(cf, classify.keys))
+    fields = sorted(_aliases(*(typed[t] for t in on)))
+    if not on or not fields:
+        return None
+    others = ", ".join(f"CAST(NULL AS VARCHAR) AS {f.alias}" for f in cf.fields if f.alias not in fields)
+    distinct = (
+        f"SELECT 0 AS line_no, '' AS line, {', '.join(fields)}{', ' + others if others else ''} "
+        f"FROM (SELECT DISTINCT {', '.join(fields)} FROM ({raw_sql}))"
+    )
+    every = frozenset(f.alias for f in cf.fields)  # no check: a key's row is never stored
+    return derived_sql(cf, typed_sql(cf, distinct, tz, with_reason=False, checked=every)), on
+
+
+def _insert(cf: CompiledFormat, derived: str, classify: Classifier, keep: Keep, keyed=None) -> str:  # noqa: ANN001
     cols = ", ".join(stored_columns(cf, classify is not None, keep))
-    source = derived if classify is None else classify(derived)
+    source = derived if classify is None else classify.sql(derived, keyed)
     return f"INSERT INTO {schema.REQUESTS_TABLE} ({cols}) SELECT {cols} FROM ({source})"
 
 
