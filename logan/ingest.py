@@ -260,7 +260,11 @@ class _Reading:
     ingest_id: int
     row: _IngestRow | None = None
     _sql: dict[str, str] = field(default_factory=dict)
-    plan_sql = "SELECT * FROM __raw"  # the lines the C split read
+
+    @property
+    def plan_sql(self) -> str:  # the lines the C split read
+        assert self.plan is not None
+        return self.plan.sql("__raw")
 
     @property
     def params(self) -> dict:

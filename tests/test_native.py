@@ -51,9 +51,9 @@ def split_both_ways(batch: Batch, cf: CompiledFormat) -> tuple[dict, dict]:
     }
     plan = native.plan(cf)
     assert plan is not None, cf.label
-    raw = native.read_batch(con, cf, plan, batch)
-    cols = [raw.column("line_no").to_pylist(), *(raw.column(a).to_pylist() for a in aliases)]
-    by_c = {r[0]: tuple(r[1:]) for r in zip(*cols, strict=True)}
+    con.register("__raw", native.read_batch(con, cf, plan, batch))
+    found = con.execute(f"SELECT line_no, {', '.join(aliases)} FROM ({plan.sql('__raw')})").fetchall()
+    by_c = {r[0]: r[1:] for r in found}
     return by_sql, by_c
 
 
