@@ -3,7 +3,8 @@
  * Lines arrive as Arrow string views (16 bytes each: length, then 12 inline bytes, or a
  * 4-byte prefix, the data buffer's index and the offset in it). A plan is a sequence of
  * steps made by logan/native.py from the format: a literal the line must hold as written,
- * or a field that runs to a stop byte. A line is taken when every step reads and the line
+ * or a field that runs to a stop byte (and takes it: the byte is the first of the literal
+ * after it, which then starts after it). A line is taken when every step reads and the line
  * ends with the last one; each field comes out as a string view into the line's own
  * buffer (no copy), or inline when it is 12 bytes or less. Lines not taken are left to the
  * exact path (the format's regex), which reads or rejects them.
@@ -179,9 +180,17 @@ static int read_line(const char *p, int32_t n, int32_t pos, const Step *steps, i
             starts[s->a] = start;
             ends[s->a] = end;
         }
-        pos = end;
+        pos = s->b == -1 ? end : end + 1; /* the stop byte: the next literal's first */
     }
     return pos == n;
+}
+
+/* A syslog header without '\\' (or a tab, when `no_tab`). */
+static inline int plain_header(const char *p, int32_t n, int no_tab) {
+    for (int32_t i = 0; i < n; i++)
+        if (p[i] == '\\' || (no_tab && p[i] == '\t'))
+            return 0;
+    return 1;
 }
 
 static PyObject *split(PyObject *self, PyObject *args) {
@@ -245,7 +254,7 @@ static PyObject *split(PyObject *self, PyObject *args) {
         int32_t len = line->len;
         int32_t pos = offsets ? offsets[i] : 0;
         /* The fields' tables refuse '\\' (and tabs); the header before them is looked at here. */
-        if (len == 0 || memchr(p, '\\', (size_t)pos) || (no_tab && memchr(p, '\t', (size_t)pos)))
+        if (len == 0 || !plain_header(p, pos, no_tab))
             continue;
         if (!read_line(p, len, pos, steps, (int32_t)nsteps, lits.buf, forbid.buf, sep, starts, ends))
             continue;

@@ -166,8 +166,11 @@ def _pack(
             text = s.text.encode()
             if b"\\" in text or (sep == " " and b"\t" in text):
                 return None  # the SQL split path takes no line of such a format either
-            packed.append(_STEP.pack(_LITERAL, len(literals), len(text), 0, 0, 0, 0, 0, 0))
-            literals += text
+            if i:
+                text = text[1:]  # the field before took its first byte, its stop
+            if text:
+                packed.append(_STEP.pack(_LITERAL, len(literals), len(text), 0, 0, 0, 0, 0, 0))
+                literals += text
             continue
         nxt = steps[i + 1] if i + 1 < len(steps) else None
         if isinstance(nxt, _Fld):
