@@ -235,6 +235,7 @@ def _ingest_source(
                 summary.rejects_by_reason[k] = summary.rejects_by_reason.get(k, 0) + v
             if progress:
                 progress(src.label, out.nbytes, total)
+            del batch  # its block and fields go back to the pool while the next is read
     finally:
         batches.close()  # the reader thread is done with the cursor
         if cursor is not None:

@@ -280,7 +280,7 @@ def split(p: Plan, lines: pa.Array, line_no: np.ndarray, body: np.ndarray | None
     data = bufs[2:]
     offsets = b"" if body is None else np.ascontiguousarray(body, dtype=np.int32)
     n = len(lines)
-    out = BUFFERS.get(len(p.fields) * n * 16)
+    out = BUFFERS.get(len(p.fields) * n * 16, slack=1.5)  # batches of 2 or 3 row groups
     m, taken = _split.split(
         views, data, offsets, p.steps, p.literals, p.forbidden, len(p.fields), p.sep, int(p.no_tab), out
     )

@@ -217,6 +217,9 @@ def read_batches(
                         if prepare.fn is not None:
                             item.parsed = prepare.fn(item)
                     q.put(item)
+                    # The next block is read once this one is taken: a batch in the queue
+                    # and one being read would hold a third block (and its fields) in memory.
+                    q.join()
                     if stop.is_set():
                         return
         except BaseException as exc:  # handed to the consumer, which raises it
@@ -229,6 +232,7 @@ def read_batches(
     try:
         while True:
             item = q.get()
+            q.task_done()
             if item is None:
                 break
             if isinstance(item, BaseException):
@@ -245,26 +249,31 @@ def read_batches(
         while thread.is_alive():
             with contextlib.suppress(Empty):
                 q.get(timeout=0.05)
+                q.task_done()
         thread.join()
 
 
 class BufferPool:
     """Big buffers, each handed out again once nothing refers to it any more (no Arrow
     array, view or batch): a new 64 MB buffer costs 16 k page faults and zeroing, some
-    50 ms of kernel time, for every block of the input."""
+    50 ms of kernel time, for every block of the input. The pool holds no more buffers
+    than were in use at once: a free one that does not fit is let go."""
 
     def __init__(self) -> None:
         self._made: list[bytearray] = []
         self._lock = threading.Lock()
 
-    def get(self, size: int) -> bytearray:
-        """A buffer of `size` rounded up to a MiB, its contents undefined."""
+    def get(self, size: int, slack: float = 1.0) -> bytearray:
+        """A buffer of `size` rounded up to a MiB, or up to `slack` times that, its
+        contents undefined."""
         size = -(-size // _MIB) * _MIB
         with self._lock:
-            for buf in self._made:
-                # referred to by the list, the loop and getrefcount's argument only
-                if len(buf) == size and sys.getrefcount(buf) == 3:
-                    return buf
+            # free: referred to by the list, the comprehension and getrefcount's argument
+            free = [buf for buf in self._made if sys.getrefcount(buf) == 3]
+            fit = next((buf for buf in free if size <= len(buf) <= size * slack), None)
+            if fit is not None:
+                return fit
+            self._made = [buf for buf in self._made if all(buf is not f for f in free)]
             buf = bytearray(size)
             self._made.append(buf)
             return buf
