@@ -217,8 +217,7 @@ def _ingest_source(
                 summary.profile = summary.profile or resolved
                 classification = _classification(resolved, rules, trusted_proxies)
                 classified = classification is not None
-                read = rows.fields_read(cf, classified, keep) if keep is not None else (None, set())
-                plan = native.plan(cf, *read, tz)
+                plan = native.plan(cf, *rows.fields_read(cf, classified, keep), tz)
                 reading = _Reading(cf, plan, tz, classification, keep, src.label, ingest_id)
                 st.ensure_columns(rows.stored_columns(cf, classified, keep))
                 summary.tz_assumed |= _has_local_time(cf)

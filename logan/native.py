@@ -97,7 +97,7 @@ def plan(
     reads (`checks`) whose check passes any text of a few digits is checked here instead,
     if the text is such digits (a line with another value goes to the exact path, which
     checks it in SQL), and is not cut out either: the check is in `Plan.checked`."""
-    digits = {} if values is None else digit_limits(cf, set(checks) - values, tz)
+    digits = {} if values is None else digit_limits(cf, set(checks), tz)
     wanted = None if values is None else values | (set(checks) - set(digits))
     if not available() or cf.fast_raw_sql("__batch") is None:
         return None
