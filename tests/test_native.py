@@ -356,3 +356,16 @@ def test_numbers_read_alike_whatever_reads_them(ingest_text, monkeypatch, fmt, d
     pd.testing.assert_frame_equal(req1.drop(columns="source"), req2.drop(columns="source"))
     pd.testing.assert_frame_equal(rej1.drop(columns="source"), rej2.drop(columns="source"))
     assert 0 < s1.rows < len(values)
+
+
+@pytest.mark.parametrize("reader", ["native", "sql"])
+def test_raw_texts_that_type_alike_classify_once(ingest_text, monkeypatch, reader):
+    """$request_uri gives path and query: "/a/1?x=1" and "/a/1?x=2" are one path, one
+    classification key; every line is one row, classified alike."""
+    text = "1.2.3.4 /a/1?x=1 200\n1.2.3.4 /a/1?x=2 200\n1.2.3.4 /a/1 200\n1.2.3.4 /b 200\n"
+    with reading_with(monkeypatch, reader):
+        s, req, _ = ingest_text(text, "$remote_addr $request_uri $status", dialect="nginx", profile="generic")
+    assert s.rows == 4 and len(req) == 4
+    assert req["path"].tolist() == ["/a/1", "/a/1", "/a/1", "/b"]
+    assert req["query"].tolist()[:2] == ["x=1", "x=2"]
+    assert req["route"].tolist() == ["/a/{id}", "/a/{id}", "/a/{id}", "/b"]
