@@ -500,7 +500,7 @@ def classified_sql(
     profile: str,
     rules: Rules | str | Path | None = None,
     trusted_proxies: Sequence[str] = (),
-    keyed: tuple[str, list[str]] | None = None,
+    keyed: tuple[str, list[str], list[str]] | None = None,
 ) -> str:
     """SELECT every column of `relation` (a subquery without classification columns) plus
     the six classification columns, equal to classification_exprs row by row.
@@ -512,9 +512,10 @@ def classified_sql(
     joins). `relation` is read once (materialized), so it may be an expensive parse.
 
     `keyed`: (SQL of a relation with one row per distinct value of `columns` and the
-    key_columns() that follow from them, `columns`), e.g. the distinct request lines of a
-    batch and their path, vhost and query. The answers are then joined back on `columns`,
-    and `relation` is not materialized (without trusted proxies and groups).
+    key_columns() that follow from them, `columns`, `carried`), e.g. the distinct request
+    lines of a batch and their path, vhost and query. The answers are then joined back on
+    `columns`, and `relation` is not materialized (without trusted proxies and groups);
+    the `carried` columns (functions of `columns` alone) come from the key's row too.
     """
     rules = load_rules(rules) if rules is not None else Rules()
     what = _what(profile, rules, _QUERY_ENV)
@@ -523,21 +524,28 @@ def classified_sql(
     if keyed is not None and not a_cte:
         # The answers per key from the keys' own relation, joined back: `relation` is read
         # once and not held (a third less work for a batch than materializing it).
-        keys_sql, keys = keyed
+        keys_sql, keys, carried = keyed
         # One row per key: two raw texts may type alike ($request_uri "/a?x=1" and
         # "/a?x=2" are both path "/a"), and a second row would join every row twice.
         w_src = f"SELECT DISTINCT ON ({', '.join(keys)}) * FROM ({keys_sql})"
         r_src = f"({relation}) AS __r"
         cte = ""
     else:
-        keys = key_columns(profile, rules)
+        keys, carried = key_columns(profile, rules), []
         w_src = f"SELECT DISTINCT {', '.join(keys)} FROM __r"
         r_src = "__r"
         cte = f"__r AS MATERIALIZED (SELECT * FROM ({relation})),\n"
     w_on = " AND ".join(f"__r.{k} IS NOT DISTINCT FROM __w.{k}" for k in keys)
+    # the columns that follow from the keys alone, from the key's row: not cut out per row
+    r_cols = (
+        f"__r.* EXCLUDE ({', '.join(carried)}), " + "".join(f"__w.{c}, " for c in carried)
+        if carried
+        else "__r.*, "
+    )
+    w_all = ", ".join([*keys, *carried])
     return f"""
-WITH {cte}__w AS (SELECT {", ".join(keys)}, {w_cols} FROM ({w_src})){a_cte}
-SELECT __r.*, {", ".join(f"__w.{c}" for c in RULE_TARGETS)},
+WITH {cte}__w AS (SELECT {w_all}, {w_cols} FROM ({w_src})){a_cte}
+SELECT {r_cols}{", ".join(f"__w.{c}" for c in RULE_TARGETS)},
   coalesce(__w.__node, {addr}) AS requester,
   {_group_name_sql(rules.groups, "__w.__gn", by_addr)} AS requester_group
 FROM {r_src} LEFT JOIN __w ON {w_on}{a_join}

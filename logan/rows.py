@@ -164,12 +164,16 @@ def derived_sql(cf: CompiledFormat, typed: str) -> str:
     return f"SELECT {', '.join(cols)} FROM ({rel})"
 
 
+# (SQL of one row per distinct key, the typed columns to join on, columns to take from it)
+Keyed = tuple[str, list[str], list[str]]
+
+
 @dataclass(frozen=True)
 class Classification:
     """A profile bound to its rules: `sql` turns the SQL of unclassified rows into that of
     classified ones (logan.classify.classified_sql), reading `keys` of each row."""
 
-    sql: Callable[[str, tuple[str, list[str]] | None], str]
+    sql: Callable[[str, Keyed | None], str]
     keys: tuple[str, ...]
 
 
@@ -189,9 +193,11 @@ def insert_sql(
     return _insert(cf, derived, classify, keep, _keyed(cf, raw_sql, tz, classify))
 
 
-def _keyed(cf: CompiledFormat, raw_sql: str, tz: str, classify: Classifier) -> tuple[str, list[str]] | None:
+def _keyed(cf: CompiledFormat, raw_sql: str, tz: str, classify: Classifier) -> Keyed | None:
     """For classify's `keyed`: the distinct raw texts of the fields its key columns come
-    from (a batch's request lines), read like rows, and the typed columns to join on."""
+    from (a batch's request lines), read like rows; the typed columns to join on; and the
+    derived columns that follow from those alone (method, path, query...: taken from the
+    key's row instead of cut out of every row's request line)."""
     if classify is None:
         return None
     typed, _ = cf.typed(tz)
@@ -205,7 +211,19 @@ def _keyed(cf: CompiledFormat, raw_sql: str, tz: str, classify: Classifier) -> t
         f"FROM (SELECT DISTINCT {', '.join(fields)} FROM ({raw_sql}))"
     )
     every = frozenset(f.alias for f in cf.fields)  # no check: a key's row is never stored
-    return derived_sql(cf, typed_sql(cf, distinct, tz, with_reason=False, checked=every)), on
+    keys_sql = derived_sql(cf, typed_sql(cf, distinct, tz, with_reason=False, checked=every))
+    derived = _derived_columns(cf)
+    carried = [
+        c
+        for c in schema.REQUEST_COLUMNS
+        if c in derived
+        and c not in on
+        and c not in PARAMS
+        and c != "line_no"
+        and _typed_sources(cf, [c])
+        and _typed_sources(cf, [c]) <= set(on)
+    ]
+    return keys_sql, on, carried
 
 
 def _insert(cf: CompiledFormat, derived: str, classify: Classifier, keep: Keep, keyed=None) -> str:  # noqa: ANN001
