@@ -93,14 +93,14 @@ def plan(
     """The format as C steps, or None when the SQL split path cannot take its lines either
     or their shape needs what the C steps lack.
 
-    `values`: the fields (aliases) whose texts are wanted; None: all. A field only a check
-    reads (`checks`) whose check passes any text of a few digits is checked here instead,
-    if the text is such digits (a line with another value goes to the exact path, which
-    checks it in SQL), and is not cut out either: the check is in `Plan.checked`."""
-    digits = {} if values is None else digit_limits(cf, set(checks), tz)
-    wanted = None if values is None else values | (set(checks) - set(digits))
+    `values`: the fields (aliases) whose texts are wanted; None: all. A field a check reads
+    (`checks`) whose check passes any text of a few digits is checked here instead, if the
+    text is such digits (a line with another value goes to the exact path, which checks it
+    in SQL): its check is in `Plan.checked`, and it is not cut out unless wanted."""
     if not available() or cf.fast_raw_sql("__batch") is None:
         return None
+    digits = {} if values is None else digit_limits(cf, set(checks), tz)
+    wanted = None if values is None else values | (set(checks) - set(digits))
     items = _without_optional(cf.items)
     sep = separator(items)
     steps: list[_Lit | _Fld] = []
@@ -158,7 +158,11 @@ def _merged(steps: list[_Lit | _Fld]) -> list[_Lit | _Fld]:
 
 
 def _pack(
-    cf: CompiledFormat, steps: list[_Lit | _Fld], sep: str, wanted: set[str] | None, digits: dict[str, int]
+    cf: CompiledFormat,
+    steps: list[_Lit | _Fld],
+    sep: str,
+    wanted: set[str] | None,
+    digits: dict[str, tuple[int, int]],
 ) -> Plan | None:
     packed, literals, tables, fields, seen = [], b"", [], [], set()
     for i, s in enumerate(steps):

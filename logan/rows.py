@@ -213,20 +213,14 @@ def _keyed(cf: CompiledFormat, raw_sql: str, tz: str, classify: Classifier) -> K
     every = frozenset(f.alias for f in cf.fields)  # no check: a key's row is never stored
     keys_sql = derived_sql(cf, typed_sql(cf, distinct, tz, with_reason=False, checked=every))
     derived = _derived_columns(cf)
-    carried = [
-        c
-        for c in schema.REQUEST_COLUMNS
-        if c in derived
-        and c not in on
-        and c not in PARAMS
-        and c != "line_no"
-        and _typed_sources(cf, [c])
-        and _typed_sources(cf, [c]) <= set(on)
-    ]
+    sources = {c: _typed_sources(cf, [c]) for c in schema.REQUEST_COLUMNS if c in derived and c not in on}
+    carried = [c for c, made_of in sources.items() if made_of and made_of <= set(on)]
     return keys_sql, on, carried
 
 
-def _insert(cf: CompiledFormat, derived: str, classify: Classifier, keep: Keep, keyed=None) -> str:  # noqa: ANN001
+def _insert(
+    cf: CompiledFormat, derived: str, classify: Classifier, keep: Keep, keyed: Keyed | None = None
+) -> str:
     cols = ", ".join(stored_columns(cf, classify is not None, keep))
     source = derived if classify is None else classify.sql(derived, keyed)
     return f"INSERT INTO {schema.REQUESTS_TABLE} ({cols}) SELECT {cols} FROM ({source})"
