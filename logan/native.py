@@ -33,7 +33,7 @@ from logan.compile import (
     value_pattern,
 )
 from logan.convert import sql_str
-from logan.sources import BUFFERS, ROW_GROUP, Batch
+from logan.sources import BUFFERS, ROW_GROUP, Batch, int64_array, int64_values
 
 try:
     from logan import _split
@@ -291,7 +291,7 @@ def split(p: Plan, lines: pa.Array, line_no: np.ndarray, body: np.ndarray | None
     idx = np.frombuffer(taken, np.int32, m)
     out_buf = pa.py_buffer(out)
     cols = {
-        "line_no": pa.array(line_no[idx]),
+        "line_no": int64_array(line_no[idx]),
         "line": _taken_views(views, idx, data),
     }
     for k, f in enumerate(p.fields):
@@ -312,7 +312,7 @@ def read_batch(con, cf: CompiledFormat, p: Plan, batch: Batch) -> pa.Table:  # n
     first (the regex the exact path uses), on `con`: a cursor of its own in the reader
     thread."""
     lines = batch.table.column("line").combine_chunks()
-    line_no = batch.table.column("line_no").to_numpy()
+    line_no = int64_values(batch.table.column("line_no"))
     body = None
     if p.has_prefix:
         # the header's text alone: cutting it off (strip_prefix_sql) copies the rest

@@ -195,6 +195,25 @@ def test_python_dash_m(tmp_path, log):
 
 # ---- bad input: exit 2, a message, never a traceback -----------------------------------
 
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
+
+
+@pytest.mark.parametrize("sample", ["puppet_access.log", "haproxy.log"])
+def test_stats_table_needs_no_pandas(sample):
+    """`logan stats FILE` as a table never imports pandas: 0.2 s, more than the whole answer
+    on a small log. (pyarrow's pa.array() and to_numpy() of numpy data import it.)"""
+    code = (
+        "import sys\nfrom logan.cli import main\n"
+        f"sys.argv = ['logan', 'stats', {str(SAMPLES / sample)!r}]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('pandas' in sys.modules, file=sys.stderr)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
+    err = r.stderr.decode()
+    assert "Traceback" not in err, err
+    assert "requests" in r.stdout.decode()  # it answered
+    assert err.splitlines()[-1].split()[0] == "False", err
+
 
 def test_unknown_format(tmp_path, log):
     refused(
