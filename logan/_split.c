@@ -42,8 +42,10 @@ typedef struct {
     int32_t table;     /* field: index of its 256-byte table (BAD, STOP, INNER_SEP, LIST_SEP) */
     int32_t shape;     /* field: what its text must look like (SHAPE_*), or 0 */
     int32_t most;      /* field: SHAPE_DIGITS: at most this many (low byte); "-" (bit 8) and
-                        * "-1" (bit 9) pass too */
+                        * "-1" (bit 9) pass too; bit 10: handed out as a number */
 } Step;
+
+enum { DASH_OK = 1 << 8, MINUS_ONE_OK = 1 << 9, AS_NUMBER = 1 << 10 };
 
 /* The shapes of logan/compile.py's VALUE_PATTERNS that a check could let through wider
  * (a cast reads "+5" or "0x10"), and SHAPE_DIGITS, a field checked here for its check. */
@@ -64,9 +66,9 @@ static int has_shape(const char *p, int32_t start, int32_t end, int32_t shape, i
     switch (shape) {
     case SHAPE_DIGITS: /* \d{1,most}, and "-" or "-1" when the check passes them */
         if (len == 1 && p[start] == '-')
-            return (most >> 8) & 1;
+            return (most & DASH_OK) != 0;
         if (len == 2 && p[start] == '-' && p[start + 1] == '1')
-            return (most >> 9) & 1;
+            return (most & MINUS_ONE_OK) != 0;
         return len <= (most & 0xff) && all_digits(p, start, end);
     case SHAPE_INT: /* -|-?\d+ */
         if (len == 1 && p[start] == '-')
@@ -108,6 +110,23 @@ static inline void put_view(View *out, const char *text, int32_t len, int32_t bu
         out->u.ref.buf = buf;
         out->u.ref.off = off;
     }
+}
+
+/* A field checked to be SHAPE_DIGITS as a number: its value, or -1 for "-1"; "-" is NULL
+ * (its bit in the validity bitmap stays 0). At most 18 digits: it fits. */
+static inline void put_number(int64_t *values, uint8_t *valid, Py_ssize_t row, const char *text, int32_t len) {
+    if (len == 1 && text[0] == '-') {
+        values[row] = 0;
+        return;
+    }
+    int64_t v = 0;
+    if (len == 2 && text[0] == '-')
+        v = -1;
+    else
+        for (int32_t i = 0; i < len; i++)
+            v = v * 10 + (text[i] - '0');
+    values[row] = v;
+    valid[row >> 3] |= (uint8_t)(1u << (row & 7));
 }
 
 /* Read one line by the plan; fills starts/ends per output slot. 1 when taken. */
@@ -247,7 +266,17 @@ static PyObject *split(PyObject *self, PyObject *args) {
         Py_DECREF(rows);
         goto done;
     }
+    /* A slot handed out as numbers holds n int64 values, then the validity bitmap, in the
+     * room of its n views. */
+    uint8_t as_number[512] = {0};
+    for (Py_ssize_t k = 0; k < nsteps; k++)
+        if (steps[k].kind == FIELD && steps[k].a >= 0 && steps[k].a < nslots && steps[k].shape == SHAPE_DIGITS &&
+            (steps[k].most & AS_NUMBER))
+            as_number[steps[k].a] = 1;
     Py_BEGIN_ALLOW_THREADS
+    for (int k = 0; k < nslots; k++)
+        if (as_number[k])
+            memset((int64_t *)&ov[(Py_ssize_t)k * n] + n, 0, (size_t)(n + 7) / 8);
     for (Py_ssize_t i = 0; i < n; i++) {
         const View *line = &lines[i];
         const char *p = view_data(line, bufs);
@@ -258,9 +287,15 @@ static PyObject *split(PyObject *self, PyObject *args) {
             continue;
         if (!read_line(p, len, pos, steps, (int32_t)nsteps, lits.buf, forbid.buf, sep, starts, ends))
             continue;
-        for (int k = 0; k < nslots; k++)
-            put_view(&ov[(Py_ssize_t)k * n + m], p + starts[k], ends[k] - starts[k], line->u.ref.buf,
-                     line->u.ref.off + starts[k]);
+        for (int k = 0; k < nslots; k++) {
+            if (as_number[k]) {
+                int64_t *values = (int64_t *)&ov[(Py_ssize_t)k * n];
+                put_number(values, (uint8_t *)(values + n), m, p + starts[k], ends[k] - starts[k]);
+            } else {
+                put_view(&ov[(Py_ssize_t)k * n + m], p + starts[k], ends[k] - starts[k], line->u.ref.buf,
+                         line->u.ref.off + starts[k]);
+            }
+        }
         taken[m++] = (int32_t)i;
     }
     Py_END_ALLOW_THREADS
@@ -317,7 +352,8 @@ static PyMethodDef methods[] = {
     {"line_views", line_views, METH_VARARGS, "line_views(block) -> the string views of its lines"},
     {"split", split, METH_VARARGS,
      "split(views, buffers, body_offsets, plan, literals, forbidden, slots, sep, no_tab, out)"
-     " -> (taken, taken line indexes); out gets slots x lines field views, slot-major"},
+     " -> (taken, taken line indexes); out gets slots x lines field views, slot-major (or a"
+     " slot's int64 values and validity bitmap)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -128,21 +128,26 @@ class CompiledFormat:
         return f"regexp_replace({expr}, '\\\\([\"\\\\])', '\\1', 'g')"
 
     # ---- typed and derived columns ----------------------------------------------------
-    def typed(self, tz: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
-        """(canonical column -> SQL over raw fields, [(ok predicate, reject reason)])."""
+    def typed(
+        self, tz: str, numbers: frozenset[str] = frozenset()
+    ) -> tuple[dict[str, str], list[tuple[str, str]]]:
+        """(canonical column -> SQL over raw fields, [(ok predicate, reject reason)]).
+        `numbers`: fields that arrive as the BIGINT the C split read (logan/native.py)."""
         cols: dict[str, str] = {}
         checks: list[tuple[str, str]] = []
         for col, f in self.columns.items():
-            t = convert(f.spec.convert, f.alias, f.spec.arg, tz)
+            number = f.alias in numbers
+            t = convert(f.spec.convert, f.alias, f.spec.arg, tz, number)
             cols[col] = t.sql
             if t.ok:
                 typ = schema.REQUEST_TYPES[col]
                 if typ in ("SMALLINT", "INTEGER"):  # a status of 99999 is a bad line, not a crash
                     cols[col] = f"TRY_CAST({t.sql} AS {typ})"
-                    fits = f"({f.alias} = '-' OR {cols[col]} IS NOT NULL)"
+                    absent = f"{f.alias} IS NULL" if number else f"{f.alias} = '-'"
+                    fits = f"({absent} OR {cols[col]} IS NOT NULL)"
                     # When the wide check is the same test on the wide value, a value that fits
                     # passes it too: testing both cost 20 ms per 64 MB block of HAProxy lines.
-                    wide_only = t.ok == f"({f.alias} = '-' OR {t.sql} IS NOT NULL)"
+                    wide_only = t.ok == f"({absent} OR {t.sql} IS NOT NULL)"
                     t = Typed(cols[col], fits if wide_only else f"({t.ok} AND {fits})")
                 checks.append((t.ok, f"bad {f.spec.directive} value"))
         for f in self.fields:  # columns a field fills besides its own (upstream_tries)
@@ -155,11 +160,12 @@ class CompiledFormat:
             cols["ts_start"] = start
         if end:
             cols["ts_end"] = end
-        if self.extras or self._flags(tz):
+        flags = self._flags(tz, numbers)
+        if self.extras or flags:
             # Only the entries that hold a value, and no map at all when none does (%l "-" in
             # combined). map_from_entries over a filtered list is ~5x faster than MAP {...}.
             pairs = [(f.spec.name, self._extra_value(f, tz)) for f in self.extras]
-            pairs += [(name, f"CASE WHEN {flag} THEN 'true' END") for name, flag in self._flags(tz)]
+            pairs += [(name, f"CASE WHEN {flag} THEN 'true' END") for name, flag in flags]
             entries = ", ".join(f"{{'key': {sql_str(k)}, 'value': {v}}}" for k, v in pairs)
             kept = f"list_filter([{entries}], lambda e: e.value IS NOT NULL)"
             # Most lines have no entry (HAProxy: "-" cookies, no captures): testing the values
@@ -173,11 +179,12 @@ class CompiledFormat:
             return convert(f.spec.convert, f.alias, f.spec.arg, tz).sql
         return f"nullif({f.alias}, '-')"
 
-    def _flags(self, tz: str) -> list[tuple[str, str]]:
+    def _flags(self, tz: str, numbers: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
         """(extra entry, predicate) for fields whose text may carry a marker (logasap)."""
         found: dict[str, list[str]] = {}
         for f in self.fields:
-            flag = convert(f.spec.convert, f.alias, f.spec.arg, tz).flag if f.spec.flag else None
+            number = f.alias in numbers
+            flag = convert(f.spec.convert, f.alias, f.spec.arg, tz, number).flag if f.spec.flag else None
             if flag:
                 found.setdefault(f.spec.flag, []).append(flag)  # type: ignore[arg-type]
         return [(name, "(" + " OR ".join(preds) + ")") for name, preds in found.items()]

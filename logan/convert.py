@@ -27,11 +27,13 @@ class Typed:
     flag: str | None = None  # SQL predicate: the text carried a marker (HAProxy logasap "+")
 
 
-def _int(v: str, scale: int = 1) -> Typed:
-    cast = f"TRY_CAST(nullif({v}, '-') AS BIGINT)"
+def _int(v: str, scale: int = 1, number: bool = False) -> Typed:
+    given = v if number else f"nullif({v}, '-')"
+    cast = f"TRY_CAST({given} AS BIGINT)"
     if scale != 1:  # scaled in 128 bits: a huge value is a bad value, not an overflow error
-        cast = f"TRY_CAST(TRY_CAST(nullif({v}, '-') AS HUGEINT) * {scale} AS BIGINT)"
-    return Typed(cast, f"({v} = '-' OR {cast} IS NOT NULL)")
+        cast = f"TRY_CAST(TRY_CAST({given} AS HUGEINT) * {scale} AS BIGINT)"
+    absent = f"{v} IS NULL" if number else f"{v} = '-'"
+    return Typed(cast, f"({absent} OR {cast} IS NOT NULL)")
 
 
 def _decimal_seconds(v: str) -> Typed:
@@ -70,8 +72,12 @@ def strftime_pattern(arg: str) -> str:
     return arg.replace("%T", "%H:%M:%S").replace("%F", "%Y-%m-%d").replace("%D", "%m/%d/%y")
 
 
-def convert(name: str, v: str, arg: str | None, tz: str) -> Typed:
-    """The typed value of raw text expression `v` under converter `name`."""
+def convert(name: str, v: str, arg: str | None, tz: str, number: bool = False) -> Typed:
+    """The typed value of raw text expression `v` under converter `name`. With `number`, `v`
+    is the BIGINT the C split read the text as (logan/native.py: digits, "-" as NULL, "-1"
+    as -1); a converter without a NUMBER_FORMS entry raises KeyError."""
+    if number:
+        return NUMBER_FORMS[name](v)
     if name == "text":
         return Typed(f"nullif({v}, '-')")
     if name == "user":
@@ -182,21 +188,23 @@ TIME_BASE |= {"clf_time_bare", "iso8601", "epoch_decimal"}
 # ---- HAProxy ---------------------------------------------------------------------------
 
 
-def _timer_ms(v: str, arg: str | None, tz: str) -> Typed:
+def _timer_ms(v: str, arg: str | None = None, tz: str = "UTC", number: bool = False) -> Typed:
     """HAProxy timers: milliseconds, "-1" when the phase was never reached (NULL), and "+"
     before Ta/Tt with `option logasap` (the request was still running: a lower bound)."""
-    cast = f"TRY_CAST({v} AS BIGINT)"
+    # scaled in 128 bits: a huge value is a bad value, not an overflow error
+    us = f"TRY_CAST(TRY_CAST({v} AS HUGEINT) * 1000 AS BIGINT)"
+    minus_one = "-1" if number else "'-1'"
     return Typed(
-        f"CASE WHEN {v} = '-1' THEN NULL ELSE {cast} * 1000 END",
-        f"({v} = '-1' OR {cast} >= 0)",
-        f"starts_with({v}, '+')",
+        f"CASE WHEN {v} = {minus_one} THEN NULL ELSE {us} END",
+        f"({v} = {minus_one} OR {us} >= 0)",
+        "false" if number else f"starts_with({v}, '+')",  # a number has no "+"
     )
 
 
-def _int_plus(v: str, arg: str | None, tz: str) -> Typed:
+def _int_plus(v: str, arg: str | None = None, tz: str = "UTC", number: bool = False) -> Typed:
     """A count HAProxy may mark with "+": bytes under logasap, retries after a redispatch."""
-    t = _int(v)
-    return Typed(t.sql, t.ok, f"starts_with({v}, '+')")
+    t = _int(v, number=number)
+    return Typed(t.sql, t.ok, "false" if number else f"starts_with({v}, '+')")
 
 
 def _hex_int(v: str, arg: str | None, tz: str) -> Typed:
@@ -226,5 +234,16 @@ PROXY_CONVERTERS.update(
     braces=_braces,
 )
 TIME_BASE |= {"epoch_hex"}
+
+# The converters of fields the C split may hand over as numbers, over that BIGINT. Each must
+# give what the text form gives on the texts the split lets through: logan/native.py checks
+# that on those texts before it hands any field over so.
+NUMBER_FORMS = {
+    "int": lambda n: _int(n, number=True),
+    "ms": lambda n: _int(n, 1000, number=True),
+    "s": lambda n: _int(n, 1000000, number=True),
+    "timer_ms": lambda n: _timer_ms(n, number=True),
+    "int_plus": lambda n: _int_plus(n, number=True),
+}
 # Converters that give text, applied also when their field lands in `extra`.
 EXTRA_CONVERTERS = {"braces"}

@@ -270,8 +270,9 @@ class _Reading:
     def fast_insert(self) -> str:
         """The INSERT of what `fast` reads: the same for every batch, made once (6 ms)."""
         assert self.fast is not None
-        checked = self.plan.checked if self.plan is not None else frozenset()
-        return rows.insert_sql(self.cf, self.fast, self.tz, self.classification, self.keep, checked)
+        p = self.plan
+        checked, numbers = (p.checked, p.numbers) if p is not None else (frozenset(), frozenset())
+        return rows.insert_sql(self.cf, self.fast, self.tz, self.classification, self.keep, checked, numbers)
 
     @property
     def params(self) -> dict:

@@ -9,6 +9,7 @@ than `string_split` in DuckDB and runs without the GIL. When the extension was n
 
 from __future__ import annotations
 
+import random
 import re
 import struct
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from logan.compile import (
     separator,
     value_pattern,
 )
-from logan.convert import sql_str
+from logan.convert import NUMBER_FORMS, convert, sql_str
 from logan.sources import BUFFERS, ROW_GROUP, Batch, int64_array, int64_values
 
 try:
@@ -64,6 +65,7 @@ class Plan:
     fields: list[Field]  # in output order
     absent: list[str]  # fields not cut out (optional, or not wanted): NULL on every line
     checked: frozenset[str]  # fields whose checks the steps made (digits only)
+    numbers: frozenset[str]  # fields of those handed over as BIGINT: "-" is NULL, "-1" is -1
     sep: int
     no_tab: bool
     has_prefix: bool
@@ -96,10 +98,12 @@ def plan(
     `values`: the fields (aliases) whose texts are wanted; None: all. A field a check reads
     (`checks`) whose check passes any text of a few digits is checked here instead, if the
     text is such digits (a line with another value goes to the exact path, which checks it
-    in SQL): its check is in `Plan.checked`, and it is not cut out unless wanted."""
+    in SQL): its check is in `Plan.checked`, and it is not cut out unless wanted. A wanted
+    field so checked is handed over as a number when it can be (number_fields)."""
     if not available() or cf.fast_raw_sql("__batch") is None:
         return None
     digits = {} if values is None else digit_limits(cf, set(checks), tz)
+    numbers = number_fields(cf, {a: d for a, d in digits.items() if values and a in values}, tz)
     wanted = None if values is None else values | (set(checks) - set(digits))
     items = _without_optional(cf.items)
     sep = separator(items)
@@ -120,7 +124,7 @@ def plan(
                 if word is None:
                     return None
                 steps += word
-    return _pack(cf, _merged(steps), sep, wanted, digits)
+    return _pack(cf, _merged(steps), sep, wanted, digits, numbers)
 
 
 def _word_steps(group: list[list], sep: str) -> list[_Lit | _Fld] | None:
@@ -163,6 +167,7 @@ def _pack(
     sep: str,
     wanted: set[str] | None,
     digits: dict[str, tuple[int, int]],
+    numbers: frozenset[str],
 ) -> Plan | None:
     packed, literals, tables, fields, seen = [], b"", [], [], set()
     for i, s in enumerate(steps):
@@ -203,7 +208,7 @@ def _pack(
                 int(_never_empty(s.field)),
                 int(s.last),
                 len(tables),
-                *_shape(s.field, quoted, digits),
+                *_shape(s.field, quoted, digits, numbers),
             )
         )
         tables.append(bytes(table))
@@ -219,6 +224,7 @@ def _pack(
         fields,
         [f.alias for f in cf.fields if f not in fields],
         frozenset(digits),
+        numbers,
         ord(sep),
         sep == " ",
         bool(cf.dialect.prefixes),
@@ -258,10 +264,47 @@ def digit_limits(cf: CompiledFormat, aliases: set[str], tz: str) -> dict[str, tu
     return out
 
 
-def _shape(f: Field, quoted: bool, digits: dict[str, tuple[int, int]]) -> tuple[int, int]:
+def number_fields(cf: CompiledFormat, digits: dict[str, tuple[int, int]], tz: str) -> frozenset[str]:
+    """The fields of `digits` (checked here: digit_limits) handed over as numbers instead of
+    texts, so that DuckDB casts none of them: those whose value only their column reads
+    (not `extra`, a time or a second column) through a converter with a number form
+    (logan/convert.py NUMBER_FORMS) that gives what the text form gives, value and marker,
+    on the texts the split lets through: "-", "-1" where they pass, and digits of every
+    length up to the most."""
+    con = duckdb.connect()
+    elsewhere = {f.alias for f in cf.extras + cf.time_fields if f.alias in digits}
+    out = set()
+    for f in cf.columns.values():
+        if f.alias not in digits or f.alias in elsewhere or f.spec.also or f.spec.convert not in NUMBER_FORMS:
+            continue
+        texts = _number_probes(*digits[f.alias])
+        numbers = [None if t == "-" else int(t) for t in texts]
+        text = convert(f.spec.convert, "t", f.spec.arg, tz)
+        number = convert(f.spec.convert, "n", f.spec.arg, tz, number=True)
+        same = (
+            f"({text.sql}) IS NOT DISTINCT FROM ({number.sql}) AND "
+            f"({text.flag or 'false'}) IS NOT DISTINCT FROM ({number.flag or 'false'})"
+        )
+        sql = f"SELECT bool_and({same}) FROM (SELECT unnest(?::VARCHAR[]) AS t, unnest(?::BIGINT[]) AS n)"
+        if con.execute(sql, [texts, numbers]).fetchall()[0][0]:
+            out.add(f.alias)
+    return frozenset(out)
+
+
+def _number_probes(most: int, dashes: int) -> list[str]:
+    rng = random.Random(most)
+    texts = ["-"] * (dashes & 1) + ["-1"] * (dashes >> 1 & 1)
+    for k in range(1, most + 1):
+        texts += ["0" * k, "9" * k, "1" + "0" * (k - 1), "".join(rng.choice("0123456789") for _ in range(k))]
+    return texts
+
+
+def _shape(
+    f: Field, quoted: bool, digits: dict[str, tuple[int, int]], numbers: frozenset[str]
+) -> tuple[int, int]:
     if f.alias in digits:
         most, dashes = digits[f.alias]
-        return _DIGITS, most | dashes << 8
+        return _DIGITS, most | dashes << 8 | (f.alias in numbers) << 10
     return (0 if quoted else _SHAPES.get(f.spec.value, 0)), 0
 
 
@@ -295,9 +338,11 @@ def split(p: Plan, lines: pa.Array, line_no: np.ndarray, body: np.ndarray | None
         "line": _taken_views(views, idx, data),
     }
     for k, f in enumerate(p.fields):
-        cols[f.alias] = pa.Array.from_buffers(
-            pa.string_view(), m, [None, out_buf.slice(k * n * 16, m * 16), *data]
-        )
+        slot = out_buf.slice(k * n * 16, n * 16)
+        if f.alias in p.numbers:  # n values, then the validity bitmap
+            cols[f.alias] = pa.Array.from_buffers(pa.int64(), m, [slot.slice(n * 8), slot.slice(0, m * 8)])
+        else:
+            cols[f.alias] = pa.Array.from_buffers(pa.string_view(), m, [None, slot.slice(0, m * 16), *data])
     return pa.table(cols)
 
 

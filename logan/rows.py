@@ -23,13 +23,21 @@ PARAMS = {"ingest_id": "$ingest_id", "source": "$source", "dialect": "$dialect",
 
 
 def typed_sql(
-    cf: CompiledFormat, raw_sql: str, tz: str, with_reason: bool, checked: frozenset[str] = frozenset()
+    cf: CompiledFormat,
+    raw_sql: str,
+    tz: str,
+    with_reason: bool,
+    checked: frozenset[str] = frozenset(),
+    numbers: frozenset[str] = frozenset(),
 ) -> str:
     """SELECT line_no, line, <typed canonical columns>, __ok [, __reason] FROM (raw).
-    `checked`: fields the C split checked itself (logan/native.py), left out of __ok."""
-    cols, checks = cf.typed(tz)
+    `checked`: fields the C split checked itself (logan/native.py), left out of __ok;
+    `numbers`: fields of those it handed over as numbers."""
+    assert numbers <= checked
+    cols, checks = cf.typed(tz, numbers)
     checks = [(ok, r) for ok, r in checks if not _aliases(ok) <= checked]
-    ok = " AND ".join(c for c, _ in checks) or "true"
+    # a check that is NULL (a cast that overflowed) fails: the line is a reject, not lost
+    ok = " AND ".join(f"coalesce({c}, false)" for c, _ in checks) or "true"
     parts = [f"{sql} AS {col}" for col, sql in cols.items()]
     reason = ""
     if with_reason:
@@ -188,8 +196,9 @@ def insert_sql(
     classify: Classifier,
     keep: Keep = None,
     checked: frozenset[str] = frozenset(),
+    numbers: frozenset[str] = frozenset(),
 ) -> str:
-    derived = derived_sql(cf, typed_sql(cf, raw_sql, tz, with_reason=False, checked=checked))
+    derived = derived_sql(cf, typed_sql(cf, raw_sql, tz, False, checked, numbers))
     return _insert(cf, derived, classify, keep, _keyed(cf, raw_sql, tz, classify))
 
 

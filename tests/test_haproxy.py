@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from conftest import READERS, reading_with
 
 from logan.compile import compile_format
 from logan.dialects import get_dialect
@@ -307,6 +308,25 @@ def test_bad_lines_are_rejects(tmp_path):
     ]
     s, con = ingest(tmp_path, lines)
     assert (s.rows, s.rejects, s.events) == (1, 3, 0)
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_numbers_too_big_for_a_row_are_rejects(tmp_path, monkeypatch, reader):
+    """A value whose microseconds overflow 64 bits (or a status past SMALLINT) is the line's
+    fault: a reject with the directive's reason, whichever reader met it, never an overflow
+    error that stops the ingest."""
+    huge = "9" * 17  # ms: 17 digits are 10^20 us
+    lines = [
+        DOC_LINE,
+        DOC_LINE.replace("10/0/30/69/109", f"10/0/30/69/{huge}"),
+        DOC_LINE.replace("10/0/30/69/109", f"{huge}/0/30/69/109"),
+        DOC_LINE.replace(" 200 2750 ", " 99999 2750 "),
+    ]
+    with reading_with(monkeypatch, reader):
+        s, con = ingest(tmp_path, lines)
+    assert (s.rows, s.rejects, s.events) == (1, 3, 0)
+    reasons = dict(con.execute("SELECT reason, count(*) FROM rejects GROUP BY 1").fetchall())
+    assert reasons == {"bad %Ta value": 1, "bad %TR value": 1, "bad %ST value": 1}, reasons
 
 
 # ---- syslog prefixes ------------------------------------------------------------------

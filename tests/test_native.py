@@ -358,6 +358,35 @@ def test_numbers_read_alike_whatever_reads_them(ingest_text, monkeypatch, fmt, d
     assert 0 < s1.rows < len(values)
 
 
+@needs_c
+def test_numbers_handed_over_read_as_texts_do(ingest_text, monkeypatch):
+    """Fields the C split hands over as BIGINT (timers, status, bytes) give the rows and
+    rejects the regex gives from their texts, at the edges: "-", "-1", leading zeros, the
+    most digits a value in microseconds may have (15 for milliseconds) and one more."""
+    cf = compile_format(*resolve_format("haproxy:httplog", None))
+    p = native.plan(cf, *rows.fields_read(cf, False, None), "UTC")
+    timers, status, size = ["f6", "f7", "f8", "f9", "f10"], "f11", "f12"
+    assert {*timers, status, size} <= p.numbers
+    line = (
+        "10.0.1.2:33317 [06/Feb/2009:12:14:14.655] http-in static/srv1 {t} {s} {b} - - ---- "
+        '1/1/1/1/0 0/0 "GET /index.html HTTP/1.1"'
+    )
+    cases = [("10/0/30/69/109", "200", "2750")]
+    cases += [(f"{v}/0/30/69/{v}", "200", "1") for v in ["-1", "007", "0", "9" * 15, "9" * 16, "-", "-2"]]
+    cases += [("1/2/3/4/5", v, "1") for v in ["-", "-1", "0", "32767", "32768", "099"]]
+    cases += [("1/2/3/4/5", "200", v) for v in ["-", "-1", "0", "9" * 18, "9" * 19]]
+    text = "".join(line.format(t=t, s=st, b=b) + "\n" for t, st, b in cases)
+    s1, req1, rej1 = ingest_text(text, "haproxy:httplog")
+    with reading_with(monkeypatch, "regex"):
+        s2, req2, rej2 = ingest_text(text, "haproxy:httplog")
+    pd.testing.assert_frame_equal(req1.drop(columns="source"), req2.drop(columns="source"))
+    pd.testing.assert_frame_equal(rej1.drop(columns="source"), rej2.drop(columns="source"))
+    durations = req1.set_index("line_no")["duration_us"]
+    assert durations[3] == 7000 and durations[5] == 999_999_999_999_999_000  # "007", 15 nines
+    assert pd.isna(durations[2])  # "-1": never reached
+    assert 0 < s1.rows < len(cases)
+
+
 @pytest.mark.parametrize("reader", ["native", "sql"])
 def test_raw_texts_that_type_alike_classify_once(ingest_text, monkeypatch, reader):
     """$request_uri gives path and query: "/a/1?x=1" and "/a/1?x=2" are one path, one
