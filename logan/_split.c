@@ -43,13 +43,15 @@ typedef struct {
     int32_t shape;     /* field: what its text must look like (SHAPE_*), or 0 */
     int32_t most;      /* field: SHAPE_DIGITS: at most this many (low byte); "-" (bit 8) and
                         * "-1" (bit 9) pass too; bit 10: handed out as a number */
+    int32_t pattern;   /* field: SHAPE_TIME: its strftime pattern's offset in the literal pool */
+    int32_t pattern_len;
 } Step;
 
 enum { DASH_OK = 1 << 8, MINUS_ONE_OK = 1 << 9, AS_NUMBER = 1 << 10 };
 
 /* The shapes of logan/compile.py's VALUE_PATTERNS that a check could let through wider
  * (a cast reads "+5" or "0x10"), and SHAPE_DIGITS, a field checked here for its check. */
-enum { SHAPE_INT = 1, SHAPE_SIGNED = 2, SHAPE_DECIMAL = 3, SHAPE_DIGITS = 4 };
+enum { SHAPE_INT = 1, SHAPE_SIGNED = 2, SHAPE_DECIMAL = 3, SHAPE_DIGITS = 4, SHAPE_TIME = 5 };
 
 static inline int all_digits(const char *p, int32_t from, int32_t to) {
     if (from >= to)
@@ -89,6 +91,104 @@ static int has_shape(const char *p, int32_t start, int32_t end, int32_t shape, i
     default:
         return 1;
     }
+}
+
+/* ---- times -------------------------------------------------------------------------- */
+
+/* `width` digits at t[*pos] as a number in [lo, hi]; -1 when they are not. */
+static inline int64_t fixed_digits(const char *t, int32_t len, int32_t *pos, int width, int64_t lo, int64_t hi) {
+    if (len - *pos < width)
+        return -1;
+    int64_t v = 0;
+    for (int i = 0; i < width; i++) {
+        char c = t[*pos + i];
+        if (c < '0' || c > '9')
+            return -1;
+        v = v * 10 + (c - '0');
+    }
+    *pos += width;
+    return v < lo || v > hi ? -1 : v;
+}
+
+/* Days from 1970-01-01 to y-m-d, proleptic Gregorian (H. Hinnant's days_from_civil). */
+static inline int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static inline int days_in_month(int64_t y, int64_t m) {
+    static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (m == 2 && y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))
+        return 29;
+    return days[m - 1];
+}
+
+static const char MONTHS[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+
+/* t[0:len] read by a strftime pattern of fixed-width directives, as microseconds since
+ * 1970 (an instant in UTC when the pattern has %z, else the time as written). Only the
+ * texts such a pattern writes are read: every number at its full width and in range, a
+ * real date, months as Jan..Dec; 0 for any other text (the exact path reads it). The
+ * directives are those of TIME_DIRECTIVES in logan/native.py. */
+static int parse_time(const char *t, int32_t len, const char *pat, int32_t plen, int64_t *out) {
+    int64_t y = 1970, mo = 1, d = 1, h = 0, mi = 0, sec = 0, us = 0, offset = 0;
+    int32_t pos = 0;
+    for (int32_t k = 0; k < plen; k++) {
+        if (pat[k] != '%') {
+            if (pos >= len || t[pos] != pat[k])
+                return 0;
+            pos++;
+            continue;
+        }
+        switch (pat[++k]) {
+        case 'Y': y = fixed_digits(t, len, &pos, 4, 1000, 9999); if (y < 0) return 0; break;
+        case 'm': mo = fixed_digits(t, len, &pos, 2, 1, 12); if (mo < 0) return 0; break;
+        case 'd': d = fixed_digits(t, len, &pos, 2, 1, 31); if (d < 0) return 0; break;
+        case 'H': h = fixed_digits(t, len, &pos, 2, 0, 23); if (h < 0) return 0; break;
+        case 'M': mi = fixed_digits(t, len, &pos, 2, 0, 59); if (mi < 0) return 0; break;
+        case 'S': sec = fixed_digits(t, len, &pos, 2, 0, 59); if (sec < 0) return 0; break;
+        case 'g': us = fixed_digits(t, len, &pos, 3, 0, 999) * 1000; if (us < 0) return 0; break;
+        case 'f': us = fixed_digits(t, len, &pos, 6, 0, 999999); if (us < 0) return 0; break;
+        case 'b': {
+            if (len - pos < 3)
+                return 0;
+            mo = 0;
+            for (int i = 0; i < 12 && !mo; i++)
+                if (memcmp(t + pos, MONTHS + 3 * i, 3) == 0)
+                    mo = i + 1;
+            if (!mo)
+                return 0;
+            pos += 3;
+            break;
+        }
+        case 'z': { /* +HHMM or +HH:MM */
+            if (pos >= len || (t[pos] != '+' && t[pos] != '-'))
+                return 0;
+            int sign = t[pos++] == '-' ? -1 : 1;
+            int64_t oh = fixed_digits(t, len, &pos, 2, 0, 23);
+            if (oh < 0)
+                return 0;
+            if (pos < len && t[pos] == ':')
+                pos++;
+            int64_t om = fixed_digits(t, len, &pos, 2, 0, 59);
+            if (om < 0)
+                return 0;
+            offset = sign * (oh * 3600 + om * 60);
+            break;
+        }
+        default:
+            return 0;
+        }
+    }
+    if (pos != len || d > days_in_month(y, mo))
+        return 0;
+    int64_t seconds = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset;
+    *out = seconds * 1000000 + us;
+    return 1;
 }
 
 enum { LITERAL = 0, FIELD = 1 };
@@ -131,7 +231,8 @@ static inline void put_number(int64_t *values, uint8_t *valid, Py_ssize_t row, c
 
 /* Read one line by the plan; fills starts/ends per output slot. 1 when taken. */
 static int read_line(const char *p, int32_t n, int32_t pos, const Step *steps, int32_t nsteps,
-                     const char *lits, const uint8_t *forbid, int sep, int32_t *starts, int32_t *ends) {
+                     const char *lits, const uint8_t *forbid, int sep, int32_t *starts, int32_t *ends,
+                     int64_t *times) {
     for (int32_t k = 0; k < nsteps; k++) {
         const Step *s = &steps[k];
         if (s->kind == LITERAL) {
@@ -193,8 +294,15 @@ static int read_line(const char *p, int32_t n, int32_t pos, const Step *steps, i
         }
         if (s->nonempty && end == start)
             return 0;
-        if (s->shape && !has_shape(p, start, end, s->shape, s->most))
+        if (s->shape == SHAPE_TIME) {
+            int64_t t;
+            if (!parse_time(p + start, end - start, lits + s->pattern, s->pattern_len, &t))
+                return 0;
+            if (s->a >= 0)
+                times[s->a] = t;
+        } else if (s->shape && !has_shape(p, start, end, s->shape, s->most)) {
             return 0;
+        }
         if (s->a >= 0) {
             starts[s->a] = start;
             ends[s->a] = end;
@@ -261,18 +369,21 @@ static PyObject *split(PyObject *self, PyObject *args) {
     const Step *steps = plan.buf;
     Py_ssize_t m = 0;
     int32_t starts[512], ends[512];
+    int64_t times[512];
     if (nslots > 512) {
         PyErr_SetString(PyExc_ValueError, "too many fields");
         Py_DECREF(rows);
         goto done;
     }
-    /* A slot handed out as numbers holds n int64 values, then the validity bitmap, in the
-     * room of its n views. */
+    /* A slot handed out as numbers (digits, or a time's microseconds) holds n int64 values,
+     * then the validity bitmap, in the room of its n views. */
     uint8_t as_number[512] = {0};
-    for (Py_ssize_t k = 0; k < nsteps; k++)
-        if (steps[k].kind == FIELD && steps[k].a >= 0 && steps[k].a < nslots && steps[k].shape == SHAPE_DIGITS &&
-            (steps[k].most & AS_NUMBER))
-            as_number[steps[k].a] = 1;
+    for (Py_ssize_t k = 0; k < nsteps; k++) {
+        const Step *s = &steps[k];
+        if (s->kind == FIELD && s->a >= 0 && s->a < nslots &&
+            ((s->shape == SHAPE_DIGITS && (s->most & AS_NUMBER)) || s->shape == SHAPE_TIME))
+            as_number[s->a] = (uint8_t)s->shape;
+    }
     Py_BEGIN_ALLOW_THREADS
     for (int k = 0; k < nslots; k++)
         if (as_number[k])
@@ -285,12 +396,18 @@ static PyObject *split(PyObject *self, PyObject *args) {
         /* The fields' tables refuse '\\' (and tabs); the header before them is looked at here. */
         if (len == 0 || !plain_header(p, pos, no_tab))
             continue;
-        if (!read_line(p, len, pos, steps, (int32_t)nsteps, lits.buf, forbid.buf, sep, starts, ends))
+        if (!read_line(p, len, pos, steps, (int32_t)nsteps, lits.buf, forbid.buf, sep, starts, ends, times))
             continue;
         for (int k = 0; k < nslots; k++) {
             if (as_number[k]) {
                 int64_t *values = (int64_t *)&ov[(Py_ssize_t)k * n];
-                put_number(values, (uint8_t *)(values + n), m, p + starts[k], ends[k] - starts[k]);
+                uint8_t *valid = (uint8_t *)(values + n);
+                if (as_number[k] == SHAPE_TIME) {
+                    values[m] = times[k];
+                    valid[m >> 3] |= (uint8_t)(1u << (m & 7));
+                } else {
+                    put_number(values, valid, m, p + starts[k], ends[k] - starts[k]);
+                }
             } else {
                 put_view(&ov[(Py_ssize_t)k * n + m], p + starts[k], ends[k] - starts[k], line->u.ref.buf,
                          line->u.ref.off + starts[k]);
@@ -348,7 +465,24 @@ static PyObject *line_views(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* parse_time(text, pattern) -> microseconds, or None: the split's reading of a time, for
+ * the checks of logan/native.py and the tests. */
+static PyObject *py_parse_time(PyObject *self, PyObject *args) {
+    Py_buffer text = {0}, pattern = {0};
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*", &text, &pattern))
+        return NULL;
+    int64_t us = 0;
+    int ok = parse_time(text.buf, (int32_t)text.len, pattern.buf, (int32_t)pattern.len, &us);
+    PyBuffer_Release(&text);
+    PyBuffer_Release(&pattern);
+    if (!ok)
+        Py_RETURN_NONE;
+    return PyLong_FromLongLong(us);
+}
+
 static PyMethodDef methods[] = {
+    {"parse_time", py_parse_time, METH_VARARGS, "parse_time(text, pattern) -> microseconds since 1970, or None"},
     {"line_views", line_views, METH_VARARGS, "line_views(block) -> the string views of its lines"},
     {"split", split, METH_VARARGS,
      "split(views, buffers, body_offsets, plan, literals, forbidden, slots, sep, no_tab, out)"

@@ -154,7 +154,7 @@ class CompiledFormat:
             for col, conv in f.spec.also:
                 if col not in cols and col in schema.REQUEST_TYPES:
                     cols[col] = convert(conv, f.alias, f.spec.arg, tz).sql
-        start, end, time_checks = self._times(tz)
+        start, end, time_checks = self._times(tz, numbers)
         checks += time_checks
         if start:
             cols["ts_start"] = start
@@ -189,14 +189,16 @@ class CompiledFormat:
                 found.setdefault(f.spec.flag, []).append(flag)  # type: ignore[arg-type]
         return [(name, "(" + " OR ".join(preds) + ")") for name, preds in found.items()]
 
-    def _times(self, tz: str) -> tuple[str | None, str | None, list[tuple[str, str]]]:
+    def _times(
+        self, tz: str, numbers: frozenset[str] = frozenset()
+    ) -> tuple[str | None, str | None, list[tuple[str, str]]]:
         starts: list[str] = []
         ends: list[str] = []
         checks: list[tuple[str, str]] = []
         fraction = ""
         # The most precise of several times first (nginx $msec over $time_local); stable.
         for f in sorted(self.time_fields, key=lambda f: -f.spec.priority):
-            t: Typed = convert(f.spec.convert, f.alias, f.spec.arg, tz)
+            t: Typed = convert(f.spec.convert, f.alias, f.spec.arg, tz, f.alias in numbers)
             if t.ok:
                 checks.append((t.ok, f"bad {f.spec.directive} value"))
             if f.spec.convert in TIME_FRACTION:

@@ -67,6 +67,27 @@ def _strptime(v: str, pattern: str, tz: str) -> Typed:
     return Typed(typed, f"({parsed} IS NOT NULL)")
 
 
+def _time_number(n: str, pattern: str, tz: str) -> Typed:
+    """A time the C split read (microseconds since 1970: in UTC when the pattern has an
+    offset, else as written, in `tz`)."""
+    ts = f"make_timestamp({n})"
+    return Typed(ts if "%z" in pattern or "%Z" in pattern else _local_to_utc(ts, tz))
+
+
+# The times HTTP servers write: Apache's %t (in brackets), nginx's $time_local and
+# $time_iso8601 (2017-09-18T00:00:02+03:00).
+CLF_TIME = "%d/%b/%Y:%H:%M:%S %z"
+ISO8601 = "%Y-%m-%dT%H:%M:%S%z"
+
+
+def time_pattern(name: str, arg: str | None) -> str | None:
+    """The strftime pattern that reads the whole text of a field under time converter
+    `name`, or None for a time of another kind (epoch seconds)."""
+    if name == "strftime":
+        return strftime_pattern((arg or "").removeprefix("begin:").removeprefix("end:"))
+    return {"clf_time": f"[{CLF_TIME}]", "clf_time_bare": CLF_TIME, "iso8601": ISO8601}.get(name)
+
+
 def strftime_pattern(arg: str) -> str:
     """Apache strftime extras that DuckDB spells differently."""
     return arg.replace("%T", "%H:%M:%S").replace("%F", "%Y-%m-%d").replace("%D", "%m/%d/%y")
@@ -77,7 +98,7 @@ def convert(name: str, v: str, arg: str | None, tz: str, number: bool = False) -
     is the BIGINT the C split read the text as (logan/native.py: digits, "-" as NULL, "-1"
     as -1); a converter without a NUMBER_FORMS entry raises KeyError."""
     if number:
-        return NUMBER_FORMS[name](v)
+        return NUMBER_FORMS[name](v, arg, tz)
     if name == "text":
         return Typed(f"nullif({v}, '-')")
     if name == "user":
@@ -95,10 +116,9 @@ def convert(name: str, v: str, arg: str | None, tz: str, number: bool = False) -
         # Apache %q: "?a=1" or "" -> "a=1" or NULL.
         return Typed(f"nullif(ltrim(nullif({v}, '-'), '?'), '')")
     if name == "clf_time":
-        return _strptime(f"substr({v}, 2, length({v}) - 2)", "%d/%b/%Y:%H:%M:%S %z", tz)
+        return _strptime(f"substr({v}, 2, length({v}) - 2)", CLF_TIME, tz)
     if name == "strftime":
-        pattern = (arg or "").removeprefix("begin:").removeprefix("end:")
-        return _strptime(v, strftime_pattern(pattern), tz)
+        return _strptime(v, time_pattern(name, arg), tz)  # type: ignore[arg-type]
     if name in ("epoch_s", "epoch_ms", "epoch_us"):
         scale = {"epoch_s": 1000000, "epoch_ms": 1000, "epoch_us": 1}[name]
         us = _int(v, scale)
@@ -168,9 +188,8 @@ def _url_path(v: str, arg: str | None, tz: str) -> Typed:
 
 PROXY_CONVERTERS = {
     # nginx $time_local has no brackets (they are literals of the format).
-    "clf_time_bare": lambda v, arg, tz: _strptime(v, "%d/%b/%Y:%H:%M:%S %z", tz),
-    # nginx $time_iso8601: 2017-09-18T00:00:02+03:00.
-    "iso8601": lambda v, arg, tz: _strptime(v, "%Y-%m-%dT%H:%M:%S%z", tz),
+    "clf_time_bare": lambda v, arg, tz: _strptime(v, CLF_TIME, tz),
+    "iso8601": lambda v, arg, tz: _strptime(v, ISO8601, tz),
     "epoch_decimal": _epoch_decimal,
     "upstream_sum": _upstream_sum,
     "upstream_count": _upstream_count,
@@ -235,15 +254,17 @@ PROXY_CONVERTERS.update(
 )
 TIME_BASE |= {"epoch_hex"}
 
-# The converters of fields the C split may hand over as numbers, over that BIGINT. Each must
-# give what the text form gives on the texts the split lets through: logan/native.py checks
-# that on those texts before it hands any field over so.
+# The converters of fields the C split may hand over as numbers, over that BIGINT: digits, or
+# a time's microseconds. Each must give what the text form gives on the texts the split lets
+# through: logan/native.py checks that on those texts before it hands any field over so.
 NUMBER_FORMS = {
-    "int": lambda n: _int(n, number=True),
-    "ms": lambda n: _int(n, 1000, number=True),
-    "s": lambda n: _int(n, 1000000, number=True),
-    "timer_ms": lambda n: _timer_ms(n, number=True),
-    "int_plus": lambda n: _int_plus(n, number=True),
+    "int": lambda n, arg, tz: _int(n, number=True),
+    "ms": lambda n, arg, tz: _int(n, 1000, number=True),
+    "s": lambda n, arg, tz: _int(n, 1000000, number=True),
+    "timer_ms": lambda n, arg, tz: _timer_ms(n, number=True),
+    "int_plus": lambda n, arg, tz: _int_plus(n, number=True),
 }
+for _name in ("strftime", "clf_time", "clf_time_bare", "iso8601"):
+    NUMBER_FORMS[_name] = lambda n, arg, tz, name=_name: _time_number(n, time_pattern(name, arg), tz)  # type: ignore[arg-type]
 # Converters that give text, applied also when their field lands in `extra`.
 EXTRA_CONVERTERS = {"braces"}

@@ -33,7 +33,7 @@ from logan.compile import (
     separator,
     value_pattern,
 )
-from logan.convert import NUMBER_FORMS, convert, sql_str
+from logan.convert import NUMBER_FORMS, convert, sql_str, time_pattern
 from logan.sources import BUFFERS, ROW_GROUP, Batch, int64_array, int64_values
 
 try:
@@ -43,11 +43,14 @@ except ImportError:  # built without a C compiler
 
 _LITERAL, _FIELD = 0, 1
 _BAD, _STOP, _INNER_SEP, _LIST_SEP = 1, 2, 3, 4
-_STEP = struct.Struct("<9i")
+_STEP = struct.Struct("<11i")
 # Shapes the steps check (_split.c): a VALUE_PATTERNS entry whose check (a cast) would let
 # wider texts through, and digits for a field checked here instead of by its check.
 _SHAPES = {"int": 1, "signed": 2, "decimal": 3}
-_DIGITS = 4
+_DIGITS, _TIME = 4, 5
+# The strftime directives _split.c reads a time with: numbers at their full width, months
+# as Jan..Dec, offsets as +HHMM or +HH:MM.
+TIME_DIRECTIVES = frozenset("YmdHMSgfbz")
 # Bytes a field between separators never holds: what RE2's \S refuses, the quote that ends
 # a quoted field, and the backslash that starts an escape (only the exact path decodes it).
 _NOT_IN_WORD = frozenset(b' \t\n\f\r"\\')
@@ -104,6 +107,7 @@ def plan(
         return None
     digits = {} if values is None else digit_limits(cf, set(checks), tz)
     numbers = number_fields(cf, {a: d for a, d in digits.items() if values and a in values}, tz)
+    times = {} if values is None else time_patterns(cf, values, tz)
     wanted = None if values is None else values | (set(checks) - set(digits))
     items = _without_optional(cf.items)
     sep = separator(items)
@@ -124,7 +128,7 @@ def plan(
                 if word is None:
                     return None
                 steps += word
-    return _pack(cf, _merged(steps), sep, wanted, digits, numbers)
+    return _pack(cf, _merged(steps), sep, wanted, digits, numbers, times)
 
 
 def _word_steps(group: list[list], sep: str) -> list[_Lit | _Fld] | None:
@@ -168,6 +172,7 @@ def _pack(
     wanted: set[str] | None,
     digits: dict[str, tuple[int, int]],
     numbers: frozenset[str],
+    times: dict[str, str],
 ) -> Plan | None:
     packed, literals, tables, fields, seen = [], b"", [], [], set()
     for i, s in enumerate(steps):
@@ -178,7 +183,7 @@ def _pack(
             if i:
                 text = text[1:]  # the field before took its first byte, its stop
             if text:
-                packed.append(_STEP.pack(_LITERAL, len(literals), len(text), 0, 0, 0, 0, 0, 0))
+                packed.append(_STEP.pack(_LITERAL, len(literals), len(text), *[0] * 8))
                 literals += text
             continue
         nxt = steps[i + 1] if i + 1 < len(steps) else None
@@ -208,9 +213,12 @@ def _pack(
                 int(_never_empty(s.field)),
                 int(s.last),
                 len(tables),
-                *_shape(s.field, quoted, digits, numbers),
+                *_shape(s.field, quoted, digits, numbers, times),
+                len(literals),
+                len(times.get(s.field.alias, "")),
             )
         )
+        literals += times.get(s.field.alias, "").encode()
         tables.append(bytes(table))
         seen.add(s.field.alias)
         if wanted is None or s.field.alias in wanted:
@@ -223,8 +231,8 @@ def _pack(
         b"".join(tables),
         fields,
         [f.alias for f in cf.fields if f not in fields],
-        frozenset(digits),
-        numbers,
+        frozenset(digits) | set(times),
+        numbers | set(times),
         ord(sep),
         sep == " ",
         bool(cf.dialect.prefixes),
@@ -236,23 +244,23 @@ _MAX_DIGITS = 18
 
 
 def digit_limits(cf: CompiledFormat, aliases: set[str], tz: str) -> dict[str, tuple[int, int]]:
-    """For each field of `aliases` whose check is about that field alone and passes texts
-    of digits only: (the most digits such a text may have, which of "-" and "-1" the check
-    passes too: bits 1 and 2). Found by running the check on those texts and on 0...0 and
+    """For each field of `aliases` whose checks are about that field alone and pass texts
+    of digits only: (the most digits such a text may have, which of "-" and "-1" the checks
+    pass too: bits 1 and 2). Found by running the checks on those texts and on 0...0 and
     9...9 of each length: the checks that pass digits are casts and range tests, which a
     number between two that pass passes too. A field with a value of another look goes to
     the exact path."""
-    con = duckdb.connect()
     texts = ["-", "-1"] + [d * n for n in range(1, _MAX_DIGITS + 1) for d in "09"]
-    by_alias = {f.alias: f for f in cf.fields}
-    out: dict[str, tuple[int, int]] = {}
+    checks: dict[str, list[str]] = {}
     for ok, _ in cf.typed(tz)[1]:
         fields = set(re.findall(r"\bf\d+\b", ok))
-        if len(fields) != 1 or not fields <= aliases:
-            continue
-        (alias,) = fields
-        sql = f"SELECT list(coalesce({ok}, false) ORDER BY i) FROM (SELECT unnest(?) AS {alias}, unnest(?) AS i)"  # noqa: E501
-        passed = con.execute(sql, [texts, list(range(len(texts)))]).fetchall()[0][0]
+        if len(fields) == 1 and fields <= aliases:
+            checks.setdefault(fields.pop(), []).append(f"coalesce({ok}, false)")
+    columns = {alias: texts for alias in checks}
+    by_alias = {f.alias: f for f in cf.fields}
+    out: dict[str, tuple[int, int]] = {}
+    answers = _evaluate(columns, [" AND ".join(c) for c in checks.values()])
+    for alias, passed in zip(checks, answers, strict=True):
         # and the regex of the exact path reads them (%rc "-" passes a cast's check, not [+-]?\d+)
         shape = value_pattern(by_alias[alias], "")
         passed = [p and re.fullmatch(shape, t) is not None for p, t in zip(passed, texts, strict=True)]
@@ -264,6 +272,21 @@ def digit_limits(cf: CompiledFormat, aliases: set[str], tz: str) -> dict[str, tu
     return out
 
 
+def _evaluate(columns: dict[str, list], exprs: list[str]) -> list[list]:
+    """Each SQL expression of `exprs` on every row of `columns` (name -> values, a list each,
+    as long as one another, or shorter: repeated), in one query: a list of values each."""
+    if not exprs:
+        return []
+    n = max(len(v) for v in columns.values())
+    names = [*columns, "__i"]
+    values = [(v * n)[:n] for v in columns.values()] + [list(range(n))]
+    rows = ", ".join(f"unnest(${k + 1}) AS {name}" for k, name in enumerate(names))
+    lists = ", ".join(f"list({e} ORDER BY __i)" for e in exprs)
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")  # as a store's
+    return list(con.execute(f"SELECT {lists} FROM (SELECT {rows})", values).fetchall()[0])
+
+
 def number_fields(cf: CompiledFormat, digits: dict[str, tuple[int, int]], tz: str) -> frozenset[str]:
     """The fields of `digits` (checked here: digit_limits) handed over as numbers instead of
     texts, so that DuckDB casts none of them: those whose value only their column reads
@@ -271,24 +294,23 @@ def number_fields(cf: CompiledFormat, digits: dict[str, tuple[int, int]], tz: st
     (logan/convert.py NUMBER_FORMS) that gives what the text form gives, value and marker,
     on the texts the split lets through: "-", "-1" where they pass, and digits of every
     length up to the most."""
-    con = duckdb.connect()
     elsewhere = {f.alias for f in cf.extras + cf.time_fields if f.alias in digits}
-    out = set()
+    columns: dict[str, list] = {}
+    same: dict[str, str] = {}
     for f in cf.columns.values():
         if f.alias not in digits or f.alias in elsewhere or f.spec.also or f.spec.convert not in NUMBER_FORMS:
             continue
         texts = _number_probes(*digits[f.alias])
-        numbers = [None if t == "-" else int(t) for t in texts]
-        text = convert(f.spec.convert, "t", f.spec.arg, tz)
-        number = convert(f.spec.convert, "n", f.spec.arg, tz, number=True)
-        same = (
+        columns[f"t{f.alias}"] = texts
+        columns[f"n{f.alias}"] = [None if t == "-" else int(t) for t in texts]
+        text = convert(f.spec.convert, f"t{f.alias}", f.spec.arg, tz)
+        number = convert(f.spec.convert, f"n{f.alias}", f.spec.arg, tz, number=True)
+        same[f.alias] = (
             f"({text.sql}) IS NOT DISTINCT FROM ({number.sql}) AND "
             f"({text.flag or 'false'}) IS NOT DISTINCT FROM ({number.flag or 'false'})"
         )
-        sql = f"SELECT bool_and({same}) FROM (SELECT unnest(?::VARCHAR[]) AS t, unnest(?::BIGINT[]) AS n)"
-        if con.execute(sql, [texts, numbers]).fetchall()[0][0]:
-            out.add(f.alias)
-    return frozenset(out)
+    answers = _evaluate(columns, list(same.values()))
+    return frozenset(alias for alias, ok in zip(same, answers, strict=True) if all(ok))
 
 
 def _number_probes(most: int, dashes: int) -> list[str]:
@@ -299,9 +321,69 @@ def _number_probes(most: int, dashes: int) -> list[str]:
     return texts
 
 
+def time_patterns(cf: CompiledFormat, values: set[str], tz: str) -> dict[str, str]:
+    """The time fields of `values` the split reads itself, each with its strftime pattern:
+    handed over as microseconds, their text neither cast nor checked in SQL. Those whose
+    pattern has only TIME_DIRECTIVES, and whose reading here gives the time DuckDB's
+    strptime gives on a few thousand texts of that pattern (a text read here but not by
+    DuckDB, or read otherwise, and the field is left to SQL)."""
+    out = {}
+    fractions = {f.alias for f in cf.time_fields if f.spec.convert not in NUMBER_FORMS}
+    for f in cf.time_fields:
+        pattern = time_pattern(f.spec.convert, f.spec.arg)
+        if f.alias not in values or f.alias in fractions or pattern is None:
+            continue
+        if set(re.findall(r"%(.)", pattern)) <= TIME_DIRECTIVES and _reads_alike(f, pattern, tz):
+            out[f.alias] = pattern
+    return out
+
+
+def _reads_alike(f: Field, pattern: str, tz: str) -> bool:
+    texts = _time_probes(pattern)
+    read = [_split.parse_time(t.encode(), pattern.encode()) for t in texts]
+    text = convert(f.spec.convert, "t", f.spec.arg, tz)
+    number = convert(f.spec.convert, "n", f.spec.arg, tz, number=True)
+    alike = f"n IS NULL OR ({text.sql}) IS NOT DISTINCT FROM ({number.sql})"
+    (same,) = _evaluate({"t": texts, "n": read}, [alike])
+    return all(same) and any(r is not None for r in read)
+
+
+def _time_probes(pattern: str, count: int = 1000) -> list[str]:
+    """Texts of `pattern`: the edges of days, months and leap years, days and times that do
+    not exist, then random times from 1000 to 9999 (most of them after 1970)."""
+    rng = random.Random(0)
+    days = [(2024, 2, 29), (2023, 2, 29), (2100, 2, 29), (2000, 2, 29), (2023, 4, 31), (2023, 12, 31)]
+    days += [(1970, 1, 1), (1969, 12, 31), (1000, 1, 1), (9999, 12, 31), (2023, 1, 32), (2023, 13, 1)]
+    times = [(0, 0, 0), (23, 59, 59), (24, 0, 0), (12, 60, 61)]
+    moments = [day + t for day in days for t in times]
+    while len(moments) < count:
+        year = rng.randint(1000, 9999) if len(moments) % 10 == 0 else rng.randint(1970, 2100)
+        moments.append(
+            (year, *(rng.randint(lo, hi) for lo, hi in ((1, 12), (1, 31), (0, 23), (0, 59), (0, 59))))
+        )
+    return [_written(pattern, m, rng.randint(0, 999_999), rng.randint(-14 * 60, 14 * 60), k % 2 == 1)
+            for k, m in enumerate(moments)]  # fmt: skip
+
+
+def _written(pattern: str, moment: tuple[int, ...], us: int, offset_min: int, colon: bool) -> str:
+    y, mo, d, h, mi, sec = moment
+    oh, om = divmod(abs(offset_min), 60)
+    parts = {
+        "Y": f"{y:04d}", "m": f"{mo:02d}", "d": f"{d:02d}", "H": f"{h:02d}", "M": f"{mi:02d}",
+        "S": f"{sec:02d}", "g": f"{us // 1000:03d}", "f": f"{us:06d}", "b": _MONTHS[(mo - 1) % 12],
+        "z": f"{'-' if offset_min < 0 else '+'}{oh:02d}{':' if colon else ''}{om:02d}",
+    }  # fmt: skip
+    return re.sub(r"%(.)", lambda m: parts.get(m.group(1), m.group(0)), pattern)
+
+
+_MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+
 def _shape(
-    f: Field, quoted: bool, digits: dict[str, tuple[int, int]], numbers: frozenset[str]
+    f: Field, quoted: bool, digits: dict[str, tuple[int, int]], numbers: frozenset[str], times: dict[str, str]
 ) -> tuple[int, int]:
+    if f.alias in times:
+        return _TIME, 0
     if f.alias in digits:
         most, dashes = digits[f.alias]
         return _DIGITS, most | dashes << 8 | (f.alias in numbers) << 10

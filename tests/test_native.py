@@ -215,10 +215,11 @@ def test_fields_not_kept_are_not_cut_out():
     assert {name[a] for a in checks} >= {"Ta", "tr", "TR", "Tw", "Tc", "Tr", "ST", "B", "ac", "fc", "bc"}
     assert not {name[a] for a in checks} & {"ci", "ft", "b", "s", "{+Q}r", "tsc"}
     plan = native.plan(cf, values, checks)
-    # a number only a check reads is checked in C (digits), not cut out; a number kept is
-    # cut out and checked in C too (its SQL check is left out), the date by its SQL check
+    # a number only a check reads is checked in C (digits), not cut out; a number kept and
+    # the date are read in C, their SQL checks left out, and handed over as BIGINT
     assert {f.alias for f in plan.fields} == values
-    assert {name[a] for a in plan.checked} == {name[a] for a in checks} - {"tr"}
+    assert plan.checked == checks
+    assert {name[a] for a in plan.numbers} == {"Ta", "tr"}
     con = duckdb.connect()
     limits = native.digit_limits(cf, checks - values, "UTC")
     assert set(limits) == checks - values
@@ -385,6 +386,53 @@ def test_numbers_handed_over_read_as_texts_do(ingest_text, monkeypatch):
     assert durations[3] == 7000 and durations[5] == 999_999_999_999_999_000  # "007", 15 nines
     assert pd.isna(durations[2])  # "-1": never reached
     assert 0 < s1.rows < len(cases)
+
+
+@needs_c
+@pytest.mark.parametrize(
+    "pattern",
+    ["%d/%b/%Y:%H:%M:%S.%g", "[%d/%b/%Y:%H:%M:%S %z]", "%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%d %H:%M:%S.%f"],
+)
+def test_times_read_in_c_are_duckdbs(pattern):
+    """_split.parse_time reads what a pattern writes to the microsecond DuckDB's strptime
+    reads, offsets applied; it refuses every text DuckDB refuses (31 April, 24:00, 29
+    February of 2023) and a few it would read otherwise (no leading zero)."""
+    texts = native._time_probes(pattern, 3000)
+    texts += [t.replace("/0", "/") for t in texts[:200]] + [t.lower() for t in texts[:50]]
+    mine = [native._split.parse_time(t.encode(), pattern.encode()) for t in texts]
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    theirs = con.execute(
+        "SELECT list(epoch_us(CAST(try_strptime(t, ?) AS TIMESTAMP)) ORDER BY i) "
+        "FROM (SELECT unnest(?) AS t, unnest(?) AS i)",
+        [pattern.strip("[]"), [t.strip("[]") for t in texts], list(range(len(texts)))],
+    ).fetchall()[0][0]
+    read = [(t, m, d) for t, m, d in zip(texts, mine, theirs, strict=True) if m is not None]
+    assert [m for _, m, _ in read] == [d for _, _, d in read]
+    assert len(read) > len(texts) / 2  # most texts are times
+    assert all(m is None for t, m, d in zip(texts, mine, theirs, strict=True) if d is None)
+
+
+@needs_c
+def test_times_handed_over_read_as_texts_do(ingest_text, monkeypatch):
+    """Apache's [%t] read in C gives the rows and rejects the regex gives, on days that are
+    and are not (31 April), leap days and offsets; a pattern with a directive the C reader
+    lacks (%a) is left to SQL."""
+    stamps = ["29/Feb/2024:23:59:59 +0100", "29/Feb/2023:00:00:00 +0000", "31/Apr/2023:12:00:00 -0700",
+              "01/Jan/1970:00:00:00 +1400", "31/Dec/9999:23:59:59 -1200", "1/Jan/2024:00:00:00 +0000",
+              "10/Oct/2000:13:55:36 -0700", "10/Oct/2000:24:00:00 -0700"]  # fmt: skip
+    text = "".join(f'1.2.3.4 - - [{t}] "GET / HTTP/1.1" 200 5 7\n' for t in stamps)
+    fmt = '%h %l %u %t "%r" %>s %b %D'
+    cf = compile_format(*resolve_format(fmt, "apache"))
+    assert "f3" in native.plan(cf, *rows.fields_read(cf, False, None), "UTC").numbers
+    s1, req1, rej1 = ingest_text(text, fmt, dialect="apache")
+    with reading_with(monkeypatch, "regex"):
+        s2, req2, rej2 = ingest_text(text, fmt, dialect="apache")
+    pd.testing.assert_frame_equal(req1.drop(columns="source"), req2.drop(columns="source"))
+    pd.testing.assert_frame_equal(rej1.drop(columns="source"), rej2.drop(columns="source"))
+    assert req1["ts_start"].iloc[0] == pd.Timestamp("2024-02-29 22:59:59")
+    weekday = compile_format(*resolve_format("%h %{%a %d/%b/%Y:%H:%M:%S}t %>s", "apache"))
+    assert not native.time_patterns(weekday, {f.alias for f in weekday.fields}, "UTC")
 
 
 @pytest.mark.parametrize("reader", ["native", "sql"])
