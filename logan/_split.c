@@ -465,6 +465,123 @@ static PyObject *line_views(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* ---- syslog headers ------------------------------------------------------------------ */
+
+/* RE2's \s: a byte no \S takes. */
+static inline int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'; }
+static inline int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* The length of the header `(?:\S+ )?[^\s\[\]:]+(?:\[\d+\])?: ` at p[pos:], host
+ * first (RE2 tries it first), or -1. Each part has one way to match: a run of the bytes its
+ * class takes, then a byte it does not. */
+static int32_t host_program(const char *p, int32_t n, int32_t pos, int with_host) {
+    if (with_host) {
+        int32_t h = pos;
+        while (h < n && !is_space(p[h]))
+            h++;
+        if (h == pos || h == n || p[h] != ' ')
+            return -1;
+        pos = h + 1;
+    }
+    int32_t q = pos;
+    while (q < n && !is_space(p[q]) && p[q] != '[' && p[q] != ']' && p[q] != ':')
+        q++;
+    if (q == pos)
+        return -1;
+    if (q < n && p[q] == '[') {
+        int32_t d = q + 1;
+        while (d < n && is_digit(p[d]))
+            d++;
+        if (d > q + 1 && d < n && p[d] == ']' && n - d >= 3 && p[d + 1] == ':' && p[d + 2] == ' ')
+            return d + 3;
+        return -1; /* without the pid, ": " would have to follow the program, where "[" is */
+    }
+    return n - q >= 2 && p[q] == ':' && p[q + 1] == ' ' ? q + 2 : -1;
+}
+
+/* How far the RFC 3164 header of a line that starts with a capital letter goes, as
+ * RE2's leftmost-first match of `[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} ` then
+ * host_program reads it: 0 when it has none. */
+static int32_t rfc3164_header(const char *p, int32_t n) {
+    static const char shape[] = "Aaa dd dd:dd:dd "; /* A [A-Z], a [a-z], d a digit; day: [ \d] */
+    if (n < 16)
+        return 0;
+    for (int i = 0; i < 16; i++) {
+        char c = p[i], want = shape[i];
+        int ok = want == 'A'   ? c >= 'A' && c <= 'Z'
+                 : want == 'a' ? c >= 'a' && c <= 'z'
+                 : want == 'd' ? is_digit(c) || (i == 4 && c == ' ')
+                               : c == want;
+        if (!ok)
+            return 0;
+    }
+    int32_t end = host_program(p, n, 16, 1);
+    if (end < 0)
+        end = host_program(p, n, 16, 0);
+    return end < 0 ? 0 : end;
+}
+
+/* syslog_headers(views, buffers, out) -> how many lines are left: out[i] (int32) gets the
+ * length of line i's RFC 3164 header when the line starts with a capital letter (0: none),
+ * else -1 (another kind of header or none: DuckDB's RE2 measures those). */
+static PyObject *syslog_headers(PyObject *self, PyObject *args) {
+    Py_buffer views = {0}, outbuf = {0};
+    PyObject *buffers;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*Ow*", &views, &buffers, &outbuf))
+        return NULL;
+    Py_ssize_t n = views.len / (Py_ssize_t)sizeof(View), left = 0, nbufs = 0, got = 0;
+    Py_buffer *data = NULL;
+    const char **bufs = NULL;
+    PyObject *result = NULL;
+    if (outbuf.len < n * (Py_ssize_t)sizeof(int32_t)) {
+        PyErr_SetString(PyExc_ValueError, "one int32 per line");
+        goto done;
+    }
+    nbufs = PySequence_Size(buffers);
+    if (nbufs < 0)
+        goto done;
+    data = PyMem_Calloc((size_t)nbufs + 1, sizeof(Py_buffer));
+    bufs = PyMem_Calloc((size_t)nbufs + 1, sizeof(char *));
+    if (!data || !bufs) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (; got < nbufs; got++) {
+        PyObject *b = PySequence_GetItem(buffers, got);
+        if (!b)
+            goto done;
+        int bad = PyObject_GetBuffer(b, &data[got], PyBUF_SIMPLE);
+        Py_DECREF(b);
+        if (bad)
+            goto done;
+        bufs[got] = data[got].buf;
+    }
+    const View *lines = views.buf;
+    int32_t *out = outbuf.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const char *p = view_data(&lines[i], bufs);
+        int32_t len = lines[i].len;
+        if (len && p[0] >= 'A' && p[0] <= 'Z') {
+            out[i] = rfc3164_header(p, len);
+        } else {
+            out[i] = -1;
+            left++;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = PyLong_FromSsize_t(left);
+done:
+    for (Py_ssize_t i = 0; i < got; i++)
+        PyBuffer_Release(&data[i]);
+    PyMem_Free(data);
+    PyMem_Free(bufs);
+    PyBuffer_Release(&views);
+    PyBuffer_Release(&outbuf);
+    return result;
+}
+
 /* parse_time(text, pattern) -> microseconds, or None: the split's reading of a time, for
  * the checks of logan/native.py and the tests. */
 static PyObject *py_parse_time(PyObject *self, PyObject *args) {
@@ -483,6 +600,8 @@ static PyObject *py_parse_time(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"parse_time", py_parse_time, METH_VARARGS, "parse_time(text, pattern) -> microseconds since 1970, or None"},
+    {"syslog_headers", syslog_headers, METH_VARARGS,
+     "syslog_headers(views, buffers, out) -> lines left to RE2; out: RFC 3164 header lengths, -1 where left"},
     {"line_views", line_views, METH_VARARGS, "line_views(block) -> the string views of its lines"},
     {"split", split, METH_VARARGS,
      "split(views, buffers, body_offsets, plan, literals, forbidden, slots, sep, no_tab, out)"

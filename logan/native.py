@@ -9,6 +9,7 @@ than `string_split` in DuckDB and runs without the GIL. When the extension was n
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 import struct
@@ -435,22 +436,77 @@ def _taken_views(views: pa.Buffer, idx: np.ndarray, data: list) -> pa.Array:
 
 
 def read_batch(con, cf: CompiledFormat, p: Plan, batch: Batch) -> pa.Table:  # noqa: ANN001
-    """split() over a batch. A format with syslog headers has them measured by DuckDB's RE2
-    first (the regex the exact path uses), on `con`: a cursor of its own in the reader
-    thread."""
+    """split() over a batch, after its syslog headers are measured (header_lengths)."""
     lines = batch.table.column("line").combine_chunks()
     line_no = int64_values(batch.table.column("line_no"))
-    body = None
-    if p.has_prefix:
-        # the header's text alone: cutting it off (strip_prefix_sql) copies the rest
-        header = f"regexp_extract(line, {sql_str('^' + prefix_regex(cf.dialect))})"
-        con.register("__headed", batch.table)
-        try:
-            got = con.execute(f"SELECT line_no, strlen({header}) AS o FROM __headed").fetchnumpy()
-        finally:
-            con.unregister("__headed")
-        body = np.zeros(len(lines), np.int32)
-        body[got["line_no"] - batch.first_line] = got["o"]
+    body = header_lengths(con, cf, lines, line_no) if p.has_prefix else None
     raw = split(p, lines, line_no, body)
     # DuckDB scans an Arrow table one chunk per thread: chunks of a row group each.
     return pa.Table.from_batches(raw.to_batches(max_chunksize=ROW_GROUP), raw.schema)
+
+
+def header_lengths(con, cf: CompiledFormat, lines: pa.Array, line_no: np.ndarray) -> np.ndarray:  # noqa: ANN001
+    """How long each line's syslog header is (0: none), as DuckDB's RE2 measures it with the
+    dialect's prefix regex, the exact path's (on `con`, a cursor of the reader thread's
+    own). Lines that start with a capital letter are measured in C instead (RFC 3164
+    headers, the common case) when the C reading gives RE2's lengths (rfc3164_in_c)."""
+    prefix = prefix_regex(cf.dialect)
+    assert prefix is not None
+    bufs = lines.buffers()
+    views = bufs[1].slice(lines.offset * 16, len(lines) * 16)
+    body = np.full(len(lines), -1, np.int32)
+    left = _split.syslog_headers(views, bufs[2:], body) if rfc3164_in_c(prefix) else len(lines)
+    if left:
+        idx = np.flatnonzero(body < 0)
+        body[idx] = _re2_lengths(con, prefix, _taken_views(views, idx, bufs[2:]), line_no[idx])
+    return body
+
+
+def _re2_lengths(con, prefix: str, lines: pa.Array, line_no: np.ndarray) -> np.ndarray:  # noqa: ANN001
+    # the header's text alone: cutting it off (strip_prefix_sql) copies the rest
+    header = f"regexp_extract(line, {sql_str('^' + prefix)})"
+    con.register("__headed", pa.table({"line_no": int64_array(line_no), "line": lines}))
+    try:
+        got = con.execute(f"SELECT line_no, strlen({header}) AS o FROM __headed").fetchnumpy()
+    finally:
+        con.unregister("__headed")
+    out = np.zeros(len(lines), np.int32)
+    out[np.searchsorted(line_no, got["line_no"])] = got["o"]
+    return out
+
+
+@functools.cache
+def rfc3164_in_c(prefix: str) -> bool:
+    """Whether _split.c measures the headers of lines that start with a capital letter for
+    the prefix regex `prefix`. It reads them as the RFC 3164 header of rsyslog's file
+    format ("Nov  5 19:00:00 host program[pid]: "), without looking at `prefix`: so only
+    when RE2 gives the lengths it gives on a few thousand headers, real and crafted."""
+    block = "\n".join(_header_probes()).encode()
+    views = _split.line_views(block)
+    n = len(views) // 16
+    lines = pa.Array.from_buffers(pa.string_view(), n, [None, pa.py_buffer(views), pa.py_buffer(block)])
+    mine = np.full(n, -1, np.int32)
+    _split.syslog_headers(views, [block], mine)
+    theirs = _re2_lengths(duckdb.connect(), prefix, lines, np.arange(n, dtype=np.int64))
+    decided = mine >= 0
+    return bool(decided.sum() > n / 2 and (mine[decided] == theirs[decided]).all())
+
+
+def _header_probes(count: int = 3000) -> list[str]:
+    """Lines with RFC 3164 headers as rsyslog writes them, and near misses: lowercase or
+    unknown months, no host, no pid, a pid that is not digits, hosts and programs with
+    odd bytes, tabs, a message that looks like a header of its own, no header at all."""
+    rng = random.Random(0)
+    months = [*_MONTHS, *_MONTHS, "nov", "NOV", "Xyz", "Nov5"]
+    hosts = ["lb1", "10.0.0.1", "host.example.org", "h:1", "h[1]", "h]", "ü", "", "a\tb", "-"]
+    programs = ["haproxy", "haproxy[14389]", "haproxy[]", "haproxy[x]", "ha:proxy", "[1]", "h]x", "prog-1.2"]
+    seps = [": ", ": ", ": ", ":", " ", ":  ", ":\t", "]: "]
+    messages = ["10.0.1.2:33317 [06/Feb/2009:12:14:14.655] x", "foo: bar", "Nov  5 19:00:00 lb2 x: y", ""]
+    lines = ["GET / HTTP/1.1", "Hello world", "N", "Nov  5 19:00:00", "Nov  5 19:00:00 "]
+    while len(lines) < count:
+        day = rng.choice([" 5", "15", "05", " 5", "15", "5 ", "x5"])
+        time = rng.choice(["19:00:00", "23:59:59", "19:00:00", "9:00:00", "19:00:0x"])
+        host = rng.choice(hosts)
+        head = f"{rng.choice(months)} {day} {time} " + (f"{host} " if host else "")
+        lines.append(head + rng.choice(programs) + rng.choice(seps) + rng.choice(messages))
+    return lines
