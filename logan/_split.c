@@ -320,13 +320,49 @@ static inline int plain_header(const char *p, int32_t n, int no_tab) {
     return 1;
 }
 
+/* The data buffers a batch's views point into, held while C reads them. */
+typedef struct {
+    Py_buffer *held;
+    const char **bufs;
+    Py_ssize_t got;
+} Buffers;
+
+/* Hold every buffer of the sequence `seq`; -1 with an exception set when one is not. */
+static int hold_buffers(PyObject *seq, Buffers *d) {
+    Py_ssize_t n = PySequence_Size(seq);
+    if (n < 0)
+        return -1;
+    d->held = PyMem_Calloc((size_t)n + 1, sizeof(Py_buffer));
+    d->bufs = PyMem_Calloc((size_t)n + 1, sizeof(char *));
+    if (!d->held || !d->bufs) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (; d->got < n; d->got++) {
+        PyObject *b = PySequence_GetItem(seq, d->got);
+        if (!b)
+            return -1;
+        int bad = PyObject_GetBuffer(b, &d->held[d->got], PyBUF_SIMPLE);
+        Py_DECREF(b);
+        if (bad)
+            return -1;
+        d->bufs[d->got] = d->held[d->got].buf;
+    }
+    return 0;
+}
+
+static void release_buffers(Buffers *d) {
+    for (Py_ssize_t i = 0; i < d->got; i++)
+        PyBuffer_Release(&d->held[i]);
+    PyMem_Free(d->held);
+    PyMem_Free(d->bufs);
+}
+
 static PyObject *split(PyObject *self, PyObject *args) {
     Py_buffer views = {0}, body = {0}, plan = {0}, lits = {0}, forbid = {0}, outbuf = {0};
     PyObject *buffers, *result = NULL;
     int nslots, sep, no_tab;
-    Py_buffer *data = NULL;
-    const char **bufs = NULL;
-    Py_ssize_t nbufs = 0, got = 0;
+    Buffers data = {0};
     if (!PyArg_ParseTuple(args, "y*Oy*y*y*y*iiiw*", &views, &buffers, &body, &plan, &lits, &forbid, &nslots,
                           &sep, &no_tab, &outbuf))
         return NULL;
@@ -336,25 +372,9 @@ static PyObject *split(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "one body offset per line");
         goto done;
     }
-    nbufs = PySequence_Size(buffers);
-    if (nbufs < 0)
+    if (hold_buffers(buffers, &data) < 0)
         goto done;
-    data = PyMem_Calloc((size_t)nbufs + 1, sizeof(Py_buffer));
-    bufs = PyMem_Calloc((size_t)nbufs + 1, sizeof(char *));
-    if (!data || !bufs) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (; got < nbufs; got++) {
-        PyObject *b = PySequence_GetItem(buffers, got);
-        if (!b)
-            goto done;
-        int bad = PyObject_GetBuffer(b, &data[got], PyBUF_SIMPLE);
-        Py_DECREF(b);
-        if (bad)
-            goto done;
-        bufs[got] = data[got].buf;
-    }
+    const char **bufs = data.bufs;
     if (outbuf.len < (Py_ssize_t)nslots * n * (Py_ssize_t)sizeof(View)) {
         PyErr_SetString(PyExc_ValueError, "the output buffer holds fewer than slots x lines views");
         goto done;
@@ -418,10 +438,7 @@ static PyObject *split(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS
     result = Py_BuildValue("nN", m, rows);
 done:
-    for (Py_ssize_t i = 0; i < got; i++)
-        PyBuffer_Release(&data[i]);
-    PyMem_Free(data);
-    PyMem_Free(bufs);
+    release_buffers(&data);
     PyBuffer_Release(&views);
     PyBuffer_Release(&body);
     PyBuffer_Release(&plan);
@@ -530,33 +547,16 @@ static PyObject *syslog_headers(PyObject *self, PyObject *args) {
     (void)self;
     if (!PyArg_ParseTuple(args, "y*Ow*", &views, &buffers, &outbuf))
         return NULL;
-    Py_ssize_t n = views.len / (Py_ssize_t)sizeof(View), left = 0, nbufs = 0, got = 0;
-    Py_buffer *data = NULL;
-    const char **bufs = NULL;
+    Py_ssize_t n = views.len / (Py_ssize_t)sizeof(View), left = 0;
+    Buffers data = {0};
     PyObject *result = NULL;
     if (outbuf.len < n * (Py_ssize_t)sizeof(int32_t)) {
         PyErr_SetString(PyExc_ValueError, "one int32 per line");
         goto done;
     }
-    nbufs = PySequence_Size(buffers);
-    if (nbufs < 0)
+    if (hold_buffers(buffers, &data) < 0)
         goto done;
-    data = PyMem_Calloc((size_t)nbufs + 1, sizeof(Py_buffer));
-    bufs = PyMem_Calloc((size_t)nbufs + 1, sizeof(char *));
-    if (!data || !bufs) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (; got < nbufs; got++) {
-        PyObject *b = PySequence_GetItem(buffers, got);
-        if (!b)
-            goto done;
-        int bad = PyObject_GetBuffer(b, &data[got], PyBUF_SIMPLE);
-        Py_DECREF(b);
-        if (bad)
-            goto done;
-        bufs[got] = data[got].buf;
-    }
+    const char **bufs = data.bufs;
     const View *lines = views.buf;
     int32_t *out = outbuf.buf;
     Py_BEGIN_ALLOW_THREADS
@@ -573,10 +573,7 @@ static PyObject *syslog_headers(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS
     result = PyLong_FromSsize_t(left);
 done:
-    for (Py_ssize_t i = 0; i < got; i++)
-        PyBuffer_Release(&data[i]);
-    PyMem_Free(data);
-    PyMem_Free(bufs);
+    release_buffers(&data);
     PyBuffer_Release(&views);
     PyBuffer_Release(&outbuf);
     return result;
