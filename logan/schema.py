@@ -132,14 +132,19 @@ def requests_view_sql(stored: set[str]) -> str:
     """The canonical `requests` view: every column, NULL where no ingested log had it; the
     provenance constants from the row's `ingests` row (a LEFT JOIN: no row ever drops out,
     one without an ingest shows NULL there)."""
+    return f"CREATE OR REPLACE VIEW requests AS {requests_select_sql(stored)}"
+
+
+def requests_select_sql(stored: set[str], provenance: bool = True) -> str:
+    """The rows of the `requests` view; without `provenance`, without source, dialect and
+    format, and so without the join to `ingests` that DuckDB makes even when no column of
+    it is read (60 ms a scan of 4.6 M rows)."""
 
     def col(name: str, typ: str) -> str:
         if name in FROM_INGESTS:
             return f"i.{name} AS {name}"
         return f"r.{name} AS {name}" if name in stored else f"CAST(NULL AS {typ}) AS {name}"
 
-    cols = ",\n  ".join(col(name, typ) for name, typ, _ in REQUESTS)
-    return (
-        f"CREATE OR REPLACE VIEW requests AS SELECT\n  {cols}\nFROM {REQUESTS_TABLE} AS r "
-        "LEFT JOIN ingests AS i ON r.ingest_id = i.ingest_id"
-    )
+    cols = ",\n  ".join(col(n, t) for n, t, _ in REQUESTS if provenance or n not in FROM_INGESTS)
+    join = " LEFT JOIN ingests AS i ON r.ingest_id = i.ingest_id" if provenance else ""
+    return f"SELECT\n  {cols}\nFROM {REQUESTS_TABLE} AS r{join}"

@@ -20,6 +20,7 @@ import duckdb
 from logan import schema
 from logan.errors import LoganError
 from logan.resources import queries_dir
+from logan.store import stored_columns
 
 if TYPE_CHECKING:  # imported where a DataFrame is made: 0.4 s the CLI need not spend
     import pandas as pd
@@ -282,7 +283,7 @@ def run_records(
 ) -> Records:
     """Run a view's SQL over `requests` narrowed by `where` (a CTE named requests shadows
     the table, so the view text stays as written)."""
-    cur = con.execute(_narrowed(sql, where), list(params))
+    cur = con.execute(_narrowed(con, sql, where), list(params))
     columns = [d[0] for d in cur.description]
     types = [str(d[1]) for d in cur.description]
     decimals = [c for c, t in zip(columns, types, strict=True) if t.startswith("DECIMAL")]
@@ -293,10 +294,23 @@ def run_records(
     return Records(columns, types, rows)
 
 
-def _narrowed(sql: str, where: str) -> str:
-    if not where:
-        return sql
-    return f"WITH requests AS (SELECT * FROM main.requests WHERE {where})\nSELECT * FROM (\n{sql}\n) AS v"
+def _narrowed(con: duckdb.DuckDBPyConnection, sql: str, where: str) -> str:
+    """`sql` over the rows of `requests` that `where` keeps. Its text stays as written: a
+    CTE named requests shadows the view, and leaves out the view's join with `ingests` when
+    neither reads source, dialect or format."""
+    if _columns_named(sql, where) & set(schema.FROM_INGESTS):
+        rows = "SELECT * FROM main.requests"
+    else:
+        rows = schema.requests_select_sql(stored_columns(con), provenance=False)
+    narrowed = f"SELECT * FROM ({rows}) AS r WHERE {where}" if where else rows
+    return f"WITH requests AS ({narrowed})\nSELECT * FROM (\n{sql}\n) AS v"
+
+
+def _columns_named(*sql: str) -> set[str]:
+    """The `requests` columns SQL texts name (in code: a column named in a comment is not
+    read)."""
+    words = set(re.findall(r"\w+", re.sub(r"--[^\n]*", "", "\n".join(sql))))
+    return {c for c in schema.REQUEST_COLUMNS if c in words}
 
 
 def _tidy(df: pd.DataFrame) -> pd.DataFrame:
@@ -454,9 +468,7 @@ def columns_read(
     texts.append(query_sql(VIEWS[view] if view else "by_dimension", by, slo_us or 1))
     if slo_us is not None:
         texts.append(query_sql("apdex", by, slo_us))
-    code = re.sub(r"--[^\n]*", "", "\n".join(texts))  # a column named in a comment is not read
-    words = set(re.findall(r"\w+", code))
-    return {c for c in schema.REQUEST_COLUMNS if c in words}
+    return _columns_named(*texts)
 
 
 def summary(con: duckdb.DuckDBPyConnection, **filters) -> dict:
