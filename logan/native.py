@@ -245,20 +245,23 @@ _MAX_DIGITS = 18
 
 
 def digit_limits(cf: CompiledFormat, aliases: set[str], tz: str) -> dict[str, tuple[int, int]]:
-    """For each field of `aliases` whose checks are about that field alone and pass texts
-    of digits only: (the most digits such a text may have, which of "-" and "-1" the checks
+    """For each integer field of `aliases` whose checks are about that field alone and pass
+    texts of digits only: (the most digits such a text may have, which of "-" and "-1" the checks
     pass too: bits 1 and 2). Found by running the checks on those texts and on 0...0 and
     9...9 of each length: the checks that pass digits are casts and range tests, which a
     number between two that pass passes too. A field with a value of another look goes to
     the exact path."""
     texts = ["-", "-1"] + [d * n for n in range(1, _MAX_DIGITS + 1) for d in "09"]
+    by_alias = {f.alias: f for f in cf.fields}
+    # Integers only: a decimal ("0.002 s") also passes digits, but a line of it would never
+    # be taken.
+    integers = {a for a in aliases if by_alias[a].spec.value in NUMERIC_VALUES}
     checks: dict[str, list[str]] = {}
     for ok, _ in cf.typed(tz)[1]:
         fields = set(re.findall(r"\bf\d+\b", ok))
-        if len(fields) == 1 and fields <= aliases:
+        if len(fields) == 1 and fields <= integers:
             checks.setdefault(fields.pop(), []).append(f"coalesce({ok}, false)")
     columns = {alias: texts for alias in checks}
-    by_alias = {f.alias: f for f in cf.fields}
     out: dict[str, tuple[int, int]] = {}
     answers = _evaluate(columns, [" AND ".join(c) for c in checks.values()])
     for alias, passed in zip(checks, answers, strict=True):
