@@ -68,8 +68,9 @@ class Plan:
     forbidden: bytes  # one 256-byte table per field
     fields: list[Field]  # in output order
     absent: list[str]  # fields not cut out (optional, or not wanted): NULL on every line
-    checked: frozenset[str]  # fields whose checks the steps made (digits only)
-    numbers: frozenset[str]  # fields of those handed over as BIGINT: "-" is NULL, "-1" is -1
+    checked: frozenset[str]  # fields whose checks the steps made (digits, times)
+    # fields of those handed over as BIGINT: digits ("-" NULL, "-1" -1), a time's microseconds
+    numbers: frozenset[str]
     sep: int
     no_tab: bool
     has_prefix: bool
@@ -103,7 +104,8 @@ def plan(
     (`checks`) whose check passes any text of a few digits is checked here instead, if the
     text is such digits (a line with another value goes to the exact path, which checks it
     in SQL): its check is in `Plan.checked`, and it is not cut out unless wanted. A wanted
-    field so checked is handed over as a number when it can be (number_fields)."""
+    field so checked is handed over as a number when it can be (number_fields), and so is
+    a wanted time of a pattern the steps can read (time_patterns)."""
     if not available() or cf.fast_raw_sql("__batch") is None:
         return None
     digits = {} if values is None else digit_limits(cf, set(checks), tz)
