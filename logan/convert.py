@@ -27,13 +27,17 @@ class Typed:
     flag: str | None = None  # SQL predicate: the text carried a marker (HAProxy logasap "+")
 
 
+def absent(v: str, number: bool = False) -> str:
+    """SQL predicate: the field `v` holds no value ("-"; NULL for a number the C split read)."""
+    return f"{v} IS NULL" if number else f"{v} = '-'"
+
+
 def _int(v: str, scale: int = 1, number: bool = False) -> Typed:
     given = v if number else f"nullif({v}, '-')"
     cast = f"TRY_CAST({given} AS BIGINT)"
     if scale != 1:  # scaled in 128 bits: a huge value is a bad value, not an overflow error
         cast = f"TRY_CAST(TRY_CAST({given} AS HUGEINT) * {scale} AS BIGINT)"
-    absent = f"{v} IS NULL" if number else f"{v} = '-'"
-    return Typed(cast, f"({absent} OR {cast} IS NOT NULL)")
+    return Typed(cast, f"({absent(v, number)} OR {cast} IS NOT NULL)")
 
 
 def _decimal_seconds(v: str) -> Typed:

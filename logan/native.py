@@ -414,11 +414,7 @@ def split(p: Plan, lines: pa.Array, line_no: np.ndarray, body: np.ndarray | None
     """(line_no, line, and the fields the plan cuts out) for the lines it reads. `lines` is
     one string_view array; `body` the byte offset where each line's format begins (after a
     syslog header), or None. The other fields are NULL in `Plan.sql`."""
-    bufs = lines.buffers()
-    views = bufs[1]
-    offset = lines.offset
-    views = views.slice(offset * 16, len(lines) * 16)
-    data = bufs[2:]
+    views, data = _views(lines)
     offsets = b"" if body is None else np.ascontiguousarray(body, dtype=np.int32)
     n = len(lines)
     out = BUFFERS.get(len(p.fields) * n * 16, slack=1.5)  # batches of 2 or 3 row groups
@@ -463,14 +459,19 @@ def header_lengths(con, cf: CompiledFormat, lines: pa.Array, line_no: np.ndarray
     headers, the common case) when the C reading gives RE2's lengths (rfc3164_in_c)."""
     prefix = prefix_regex(cf.dialect)
     assert prefix is not None
-    bufs = lines.buffers()
-    views = bufs[1].slice(lines.offset * 16, len(lines) * 16)
+    views, data = _views(lines)
     body = np.full(len(lines), -1, np.int32)
-    left = _split.syslog_headers(views, bufs[2:], body) if rfc3164_in_c(prefix) else len(lines)
+    left = _split.syslog_headers(views, data, body) if rfc3164_in_c(prefix) else len(lines)
     if left:
         idx = np.flatnonzero(body < 0)
-        body[idx] = _re2_lengths(con, prefix, _taken_views(views, idx, bufs[2:]), line_no[idx])
+        body[idx] = _re2_lengths(con, prefix, _taken_views(views, idx, data), line_no[idx])
     return body
+
+
+def _views(lines: pa.Array) -> tuple[pa.Buffer, list]:
+    """A string_view array's own 16-byte views (past its offset) and its data buffers."""
+    bufs = lines.buffers()
+    return bufs[1].slice(lines.offset * 16, len(lines) * 16), bufs[2:]
 
 
 def _re2_lengths(con, prefix: str, lines: pa.Array, line_no: np.ndarray) -> np.ndarray:  # noqa: ANN001
