@@ -21,8 +21,8 @@ from pathlib import Path
 
 import duckdb
 
-from logan import stats
-from logan.ingest import ingest
+from logan.answer import stats
+from logan.read.ingest import ingest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))

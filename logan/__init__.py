@@ -3,26 +3,60 @@
     import logan
     store = logan.open("puppet.duckdb")                 # a Store; store.con is DuckDB
     logan.ingest(["/var/log/httpd/puppet.log*"], store, format="combined_D")
-    store.sql("SELECT count(*), sum(duration_us) FROM requests")   # a DataFrame
+    store.stats(by=["indirector"], sort="p99")          # a DataFrame
+    store.sql("SELECT count(*), sum(duration_us) FROM requests")
 
-Every CLI command is one of these functions; the CLI only prints what they return.
+Every CLI command is one of these functions; the CLI only prints what they return. The
+parts below: logan.read (lines -> rows), logan.answer (rows -> DataFrames), logan.show
+(DataFrames -> terminal, files), logan.cli (the `logan` command).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from logan import store as _store
+from logan.answer import stats  # the module, as notebooks use it: logan.stats.headline(con)
 from logan.errors import FormatError, LoganError
-from logan.ingest import IngestSummary, ingest
-from logan.store import Store, open_store
+from logan.read.ingest import IngestSummary, ingest
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __version__ = "0.1.0"
 
-open = open_store  # noqa: A001 - logan.open(db) reads as intended
+
+class Store(_store.Store):
+    """An open store with the answers as methods; `con` is a plain DuckDB connection."""
+
+    def stats(self, **kwargs: Any) -> pd.DataFrame:
+        """Time spent by dimension: see logan.stats.stats for the options."""
+        return stats.stats(self.con, **kwargs)
 
 
-def sql(db: str, query: str, params: list | dict | None = None):  # noqa: ANN201
+def open(path: str | Path | None = None, read_only: bool = False) -> Store:  # noqa: A001
+    """Open (creating when needed) the store at `path`; None for an in-memory store."""
+    return Store(path, read_only=read_only)
+
+
+open_store = open
+
+
+def sql(db: str, query: str, params: list | dict | None = None) -> pd.DataFrame:
     """Run one query against the store file `db`; the answer as a pandas DataFrame."""
-    with open_store(db, read_only=True) as store:
+    with open(db, read_only=True) as store:
         return store.sql(query, params)
 
 
-__all__ = ["FormatError", "IngestSummary", "LoganError", "Store", "ingest", "open", "open_store", "sql"]
+__all__ = [
+    "FormatError",
+    "IngestSummary",
+    "LoganError",
+    "Store",
+    "ingest",
+    "open",
+    "open_store",
+    "sql",
+    "stats",
+]

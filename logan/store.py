@@ -1,4 +1,8 @@
-"""A logan store: one DuckDB file (or memory) holding requests, rejects, events, ingests."""
+"""A logan store: one DuckDB file (or memory) holding requests, rejects, events, ingests.
+
+The store knows its tables and nothing of what reads them: the answers (logan.answer) take
+its connection, and `logan.Store` adds them as methods for the library's users.
+"""
 
 from __future__ import annotations
 
@@ -77,12 +81,6 @@ class Store:
     def sql(self, query: str, params: list | dict | None = None) -> pd.DataFrame:
         """Run a query; the answer as a DataFrame."""
         return self.con.execute(query, params).df()
-
-    def stats(self, **kwargs):  # noqa: ANN003, ANN201
-        """Time spent by dimension: see logan.stats.stats for the options."""
-        from logan.stats import stats
-
-        return stats(self.con, **kwargs)
 
     def close(self) -> None:
         self.con.close()

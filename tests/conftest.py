@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from logan import native
-from logan.compile import CompiledFormat
-from logan.ingest import ingest
+from logan.read import native
+from logan.read.compile import CompiledFormat
+from logan.read.ingest import ingest
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 
@@ -55,7 +55,7 @@ def ingest_text(tmp_path):  # noqa: ANN001, ANN201
     return run
 
 
-# The three readers of a line: the C split (logan/_split.c), the SQL split, the regex. The
+# The three readers of a line: the C split (logan/read/_split.c), the SQL split, the regex. The
 # ingest takes the first that can: a line reads the same whichever it is.
 READERS = ("native", "sql", "regex")
 
@@ -65,7 +65,7 @@ def reading_with(monkeypatch: pytest.MonkeyPatch, reader: str) -> Iterator[None]
     """Within the block, ingests take lines with `reader` first (the regex reads the rest)."""
     with monkeypatch.context() as m:
         if reader == "native" and not native.available():
-            pytest.skip("the C split (logan._split) was not built")
+            pytest.skip("the C split (logan.read._split) was not built")
         if reader in ("sql", "regex"):
             m.setattr(native, "_split", None)
         if reader == "regex":

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from conftest import reading_with
 
-from logan.ingest import ingest
+from logan.read.ingest import ingest
 
 # PROVENANCE.txt of netnea_apache_extended_t5 / labor07 ("extended") and labor06 (classic %t).
 EXTENDED = (

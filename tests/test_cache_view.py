@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from logan import stats as st
+from logan.answer import stats as st
 from logan.store import open_store
 
 # method, route, vhost, path, query, requester, status, duration_us, bytes_sent, cache_status

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from logan.classify import (
+from logan.read.classify import (
     CLASSIFIED,
     Group,
     Rule,
@@ -170,7 +170,7 @@ def test_collapse_routes_finds_parameters_by_cardinality() -> None:
 
 @pytest.mark.skipif(not (CORPUS / "elastic_apache_logs").is_dir(), reason="corpus absent")
 def test_elastic_routes_are_few_and_keep_endpoints_apart() -> None:
-    ingest = pytest.importorskip("logan.ingest", reason="logan.ingest not written yet").ingest
+    ingest = pytest.importorskip("logan.read.ingest", reason="logan.read.ingest not written yet").ingest
     store = open_store(None)
     ingest([str(CORPUS / "elastic_apache_logs" / "apache_logs")], store, format="combined",
            profile="generic")  # fmt: skip

@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 from conftest import READERS, reading_with
 
-from logan.compile import compile_format
-from logan.dialects import get_dialect
-from logan.ingest import ingest as run_ingest
-from logan.syntax import Directive, tokenize_haproxy
+from logan.read.compile import compile_format
+from logan.read.dialects import get_dialect
+from logan.read.ingest import ingest as run_ingest
+from logan.read.syntax import Directive, tokenize_haproxy
 
 CORPUS = Path(__file__).parents[2] / "shared" / "corpus"
 needs_corpus = pytest.mark.skipif(

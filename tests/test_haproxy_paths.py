@@ -17,13 +17,13 @@ import pyarrow as pa
 import pytest
 from conftest import reading_with
 
-from logan import native
-from logan.compile import compile_format
-from logan.dialects import resolve_format
-from logan.ingest import ingest
-from logan.sources import Batch
+from logan.read import native
+from logan.read.compile import compile_format
+from logan.read.dialects import resolve_format
+from logan.read.ingest import ingest
+from logan.read.sources import Batch
 
-INGEST_MODULE = importlib.import_module("logan.ingest")
+INGEST_MODULE = importlib.import_module("logan.read.ingest")
 
 BODY = (
     "10.0.1.2:33317 [06/Feb/2009:12:14:14.655] http-in static/srv1 10/0/30/69/109 200 2750 - - ---- "

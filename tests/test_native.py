@@ -1,4 +1,4 @@
-"""The C split (logan/_split.c) and the stores made for one report.
+"""The C split (logan/read/_split.c) and the stores made for one report.
 
 The C split must take the lines the SQL split takes and cut them into the same field texts;
 every ingest then reads the same tables whichever reader took a line. A report's one-shot
@@ -20,18 +20,19 @@ import pyarrow as pa
 import pytest
 from conftest import CORPUS, reading_with
 
-from logan import detect, native, rows, schema
-from logan import stats as st
-from logan.classify import collapse_routes
-from logan.compile import CompiledFormat, compile_format, prefix_regex
-from logan.dialects import dialects, resolve_format
+from logan import schema
+from logan.answer import stats as st
 from logan.errors import FormatError
-from logan.ingest import ingest
-from logan.sources import Batch, expand, read_batches
+from logan.read import detect, native, rows
+from logan.read.classify import collapse_routes
+from logan.read.compile import CompiledFormat, compile_format, prefix_regex
+from logan.read.dialects import dialects, resolve_format
+from logan.read.ingest import ingest
+from logan.read.sources import Batch, expand, read_batches
 from logan.store import open_store, stored_columns
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_logs"
-needs_c = pytest.mark.skipif(not native.available(), reason="the C split (logan._split) was not built")
+needs_c = pytest.mark.skipif(not native.available(), reason="the C split (logan.read._split) was not built")
 
 
 def corpus_logs() -> list[Path]:
@@ -326,7 +327,7 @@ def test_c_line_views_equal_numpys(monkeypatch, seed):
         text = bytes(rng.choice(list(b"ab c\r\t\x00"), size=rng.integers(0, 30)))
         pieces.append(text + (b"\r\n" if rng.random() < 0.3 else b"\n"))
     block = b"".join(pieces) + (b"tail" if seed % 2 else b"")
-    from logan import sources
+    from logan.read import sources
 
     by_c = sources._line_views(memoryview(block)).copy()
     monkeypatch.setattr(sources, "_split", None)

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from logan.compile import compile_format
-from logan.dialects import get_dialect, resolve_format
 from logan.errors import FormatError
-from logan.ingest import ingest as run_ingest
-from logan.nginx_conf import format_from_nginx_conf
+from logan.read.compile import compile_format
+from logan.read.dialects import get_dialect, resolve_format
+from logan.read.ingest import ingest as run_ingest
+from logan.read.nginx_conf import format_from_nginx_conf
 
 CORPUS = Path(__file__).parents[2] / "shared" / "corpus"
 needs_corpus = pytest.mark.skipif(

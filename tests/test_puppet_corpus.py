@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from logan import stats as st
+from logan.answer import stats as st
 
 LOG = (Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "puppet_access_ssl"
        / "puppet_access_ssl.log")  # fmt: skip
-# Deliberately simple and separate from logan.classify: "METHOD /env/indirection[/key]".
+# Deliberately simple and separate from logan.read.classify: "METHOD /env/indirection[/key]".
 LINE = re.compile(r'^(\S+) .*?"(GET|POST|PUT|DELETE|HEAD) /(\w+)/(\w+)(?:/([^ ?]*))?[^"]*" (\d{3}) (\d+|-)')
 
 pytestmark = pytest.mark.skipif(not LOG.is_file(), reason=f"corpus absent: {LOG}")
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(not LOG.is_file(), reason=f"corpus absent: {LOG}
 
 @pytest.fixture(scope="module")
 def store():
-    ingest = pytest.importorskip("logan.ingest", reason="logan.ingest is not written yet").ingest
+    ingest = pytest.importorskip("logan.read.ingest", reason="logan.read.ingest is not written yet").ingest
     from logan.store import open_store
 
     s = open_store(None)
@@ -85,7 +85,7 @@ def test_statuses_and_resources(store, lines) -> None:
 
 
 def test_reclassify_gives_the_ingest_answer(store) -> None:  # noqa: ANN001
-    from logan.classify import reclassify
+    from logan.read.classify import reclassify
 
     cols = "line_no, environment, indirector, resource, route, requester, requester_group"
     before = store.con.execute(f"SELECT {cols} FROM requests ORDER BY line_no").fetchall()

@@ -14,13 +14,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from logan import sources
 from logan.errors import LoganError
-from logan.ingest import ingest
+from logan.read import sources
+from logan.read.ingest import ingest
 from logan.store import open_store
 
 # The module, not the function of the same name (logan has no __init__ to keep them apart).
-INGEST_MODULE = importlib.import_module("logan.ingest")
+INGEST_MODULE = importlib.import_module("logan.read.ingest")
 
 
 def count_lines(data: bytes) -> int:

@@ -1,4 +1,4 @@
-"""logan.stats on a small table whose every statistic is recomputed here with numpy."""
+"""logan.answer.stats on a small table whose every statistic is recomputed here with numpy."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from logan import stats as st
+from logan.answer import stats as st
 from logan.store import append_requests, open_store
 
 T0 = datetime(2024, 1, 1)
@@ -302,7 +302,7 @@ HOSTILE = [
 
 @pytest.fixture()
 def hostile_log(tmp_path):  # noqa: ANN201
-    pytest.importorskip("logan.ingest", reason="logan.ingest is not written yet")
+    pytest.importorskip("logan.read.ingest", reason="logan.read.ingest is not written yet")
     path = tmp_path / "access.log"
     path.write_text("\n".join(HOSTILE) + "\n")
     return str(path)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import logan.cli_stats as cli_stats
+import logan.cli.stats as cli_stats
 from logan.cli import app
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_logs" / "puppet_access.log"

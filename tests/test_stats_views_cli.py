@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from logan.answer.stats import format_us
 from logan.cli import app
-from logan.stats import format_us
 
 T0 = datetime(2020, 3, 1, 12, 0, 0)
 # The slowest request carries hostile text: rich markup, Markdown and a spreadsheet formula.

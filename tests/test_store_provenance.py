@@ -13,10 +13,10 @@ import pytest
 
 from logan import schema
 from logan.errors import LoganError
-from logan.ingest import ingest
+from logan.read.ingest import ingest
 from logan.store import open_store
 
-INGEST_MODULE = importlib.import_module("logan.ingest")
+INGEST_MODULE = importlib.import_module("logan.read.ingest")
 PROVENANCE = ("source", "dialect", "format")
 
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from logan.compile import compile_format
-from logan.dialects import get_dialect
-from logan.ingest import ingest as run_ingest
+from logan.read.compile import compile_format
+from logan.read.dialects import get_dialect
+from logan.read.ingest import ingest as run_ingest
 
 DEFAULT = '%h %l %u %t "%r" %s %b "%{Referer}i" "%{User-agent}i"'
 

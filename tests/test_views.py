@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from logan import stats as st
+from logan.answer import stats as st
 from logan.resources import parsers_dirs, queries_dir
 from logan.store import append_requests, open_store
 

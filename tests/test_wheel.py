@@ -143,12 +143,12 @@ def test_installed_ingest_and_sql(installed):
 
 
 def test_installed_wheel_has_the_c_split_when_a_compiler_is_here(installed):
-    """With a C compiler at build time the wheel carries logan/_split (setup.py); the
+    """With a C compiler at build time the wheel carries logan/read/_split (setup.py); the
     installed logan then reads with it."""
     if not shutil.which("cc") and not shutil.which("gcc"):
         pytest.skip("no C compiler: the wheel is built without the C split")
     names = zipfile.ZipFile(installed["wheel"]).namelist()
-    assert any(n.startswith("logan/_split") and n.endswith(".so") for n in names), names
-    probe = "import logan.native as n; print(n.available())"
+    assert any(n.startswith("logan/read/_split") and n.endswith(".so") for n in names), names
+    probe = "import logan.read.native as n; print(n.available())"
     r = run([str(installed["py"]), "-c", probe], cwd=installed["cwd"])
     assert r.stdout.strip() == "True", r.stderr

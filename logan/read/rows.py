@@ -1,6 +1,6 @@
 """From raw field texts to `requests` rows: types, derived columns, classification.
 
-One projection serves both parsing paths (logan/compile.py), so a line reads the same
+One projection serves both parsing paths (logan/read/compile.py), so a line reads the same
 whichever path took it. Constants (source, dialect, format) are bound parameters; the
 stored table does not keep them per row (the `requests` view reads them from `ingests`).
 """
@@ -12,9 +12,9 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from logan import schema
-from logan.compile import CompiledFormat
+from logan.read.compile import CompiledFormat
 
-# What classification may read of a row (logan.classify: paths, rules, requesters).
+# What classification may read of a row (logan.read.classify: paths, rules, requesters).
 CLASSIFIER_READS = ("path", "query", "vhost", "method", "request", "user_agent", "client", "forwarded_for")
 CLASS_COLUMNS = ["environment", "indirector", "resource", "route", "requester", "requester_group"]
 # The columns a store keeps (a one-shot report's), or None for every one a format fills.
@@ -31,7 +31,7 @@ def typed_sql(
     numbers: frozenset[str] = frozenset(),
 ) -> str:
     """SELECT line_no, line, <typed canonical columns>, __ok [, __reason] FROM (raw).
-    `checked`: fields the C split checked itself (logan/native.py), left out of __ok;
+    `checked`: fields the C split checked itself (logan/read/native.py), left out of __ok;
     `numbers`: fields of those it handed over as numbers."""
     assert numbers <= checked
     cols, checks = cf.typed(tz, numbers)
@@ -179,7 +179,7 @@ Keyed = tuple[str, list[str], list[str]]
 @dataclass(frozen=True)
 class Classification:
     """A profile bound to its rules: `sql` turns the SQL of unclassified rows into that of
-    classified ones (logan.classify.classified_sql), reading `keys` of each row."""
+    classified ones (logan.read.classify.classified_sql), reading `keys` of each row."""
 
     sql: Callable[[str, Keyed | None], str]
     keys: tuple[str, ...]

@@ -2,17 +2,17 @@
  *
  * Lines arrive as Arrow string views (16 bytes each: length, then 12 inline bytes, or a
  * 4-byte prefix, the data buffer's index and the offset in it). A plan is a sequence of
- * steps made by logan/native.py from the format: a literal the line must hold as written,
+ * steps made by logan/read/native.py from the format: a literal the line must hold as written,
  * or a field that runs to a stop byte (and takes it: the byte is the first of the literal
  * after it, which then starts after it). A line is taken when every step reads and the line
  * ends with the last one; each field comes out as a string view into the line's own
  * buffer (no copy), or inline when it is 12 bytes or less. Lines not taken are left to the
  * exact path (the format's regex), which reads or rejects them.
  *
- * The rules are those of the SQL split path (logan/compile.py), never looser: a line with
+ * The rules are those of the SQL split path (logan/read/compile.py), never looser: a line with
  * a backslash (an escape only the exact path decodes) is not taken, nor a line with a tab
  * when spaces separate the fields. Each field's table of bytes says so for its text, and
- * the literals hold neither (logan/native.py), so only a syslog header is searched here.
+ * the literals hold neither (logan/read/native.py), so only a syslog header is searched here.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -31,7 +31,7 @@ typedef struct {
     } u;
 } View;
 
-/* One step of a plan, as logan/native.py packs it: nine int32. */
+/* One step of a plan, as logan/read/native.py packs it: nine int32. */
 typedef struct {
     int32_t kind;      /* 0 literal, 1 field */
     int32_t a;         /* literal: offset in the literal pool; field: its output slot or -1 */
@@ -49,7 +49,7 @@ typedef struct {
 
 enum { DASH_OK = 1 << 8, MINUS_ONE_OK = 1 << 9, AS_NUMBER = 1 << 10 };
 
-/* The shapes of logan/compile.py's VALUE_PATTERNS that a check could let through wider
+/* The shapes of logan/read/compile.py's VALUE_PATTERNS that a check could let through wider
  * (a cast reads "+5" or "0x10"), and SHAPE_DIGITS, a field checked here for its check. */
 enum { SHAPE_INT = 1, SHAPE_SIGNED = 2, SHAPE_DECIMAL = 3, SHAPE_DIGITS = 4, SHAPE_TIME = 5 };
 
@@ -133,7 +133,7 @@ static const char MONTHS[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
  * 1970 (an instant in UTC when the pattern has %z, else the time as written). Only the
  * texts such a pattern writes are read: every number at its full width and in range, a
  * real date, months as Jan..Dec; 0 for any other text (the exact path reads it). The
- * directives are those of TIME_DIRECTIVES in logan/native.py. */
+ * directives are those of TIME_DIRECTIVES in logan/read/native.py. */
 static int parse_time(const char *t, int32_t len, const char *pat, int32_t plen, int64_t *out) {
     int64_t y = 1970, mo = 1, d = 1, h = 0, mi = 0, sec = 0, us = 0, offset = 0;
     int32_t pos = 0;
@@ -448,7 +448,7 @@ done:
     return result;
 }
 
-/* The string views of every line of a block (logan/sources.py's _line_views, in one pass):
+/* The string views of every line of a block (logan/read/sources.py's _line_views, in one pass):
  * a line ends at \n, a \r before it is not part of it, a last piece without \n is a line. */
 static PyObject *line_views(PyObject *self, PyObject *args) {
     Py_buffer block = {0};
@@ -580,7 +580,7 @@ done:
 }
 
 /* parse_time(text, pattern) -> microseconds, or None: the split's reading of a time, for
- * the checks of logan/native.py and the tests. */
+ * the checks of logan/read/native.py and the tests. */
 static PyObject *py_parse_time(PyObject *self, PyObject *args) {
     Py_buffer text = {0}, pattern = {0};
     (void)self;

@@ -78,7 +78,7 @@ _NGINX_CONF_CHARS = {'"': '"', "'": "'", "\\": "\\", "t": "\t", "r": "\r", "n": 
 def tokenize_nginx(fmt: str) -> list[Token]:
     """Split an nginx log_format string (the quoted pieces already joined, as nginx does).
     nginx's config parser undoes \\" \\' \\\\ \\t \\r \\n inside a quoted piece; a format pasted
-    from nginx.conf (or given by logan.nginx_conf, which returns pieces as written) has them
+    from nginx.conf (or given by logan.read.nginx_conf, which returns pieces as written) has them
     undone here, once."""
     fmt = _NGINX_CONF_ESCAPE.sub(lambda m: _NGINX_CONF_CHARS.get(m.group(1), m.group(0)), fmt)
     tokens: list[Token] = []

@@ -39,6 +39,6 @@ def format_from_options(
         if log_format_name:
             raise LoganError("--log-format-name needs --nginx-conf")
         return format, dialect
-    from logan.nginx_conf import format_from_nginx_conf
+    from logan.read.nginx_conf import format_from_nginx_conf
 
     return format_from_nginx_conf(nginx_conf, log_format_name or "combined"), "nginx"

@@ -18,10 +18,10 @@ import re
 from dataclasses import dataclass, field, replace
 
 from logan import schema
-from logan.convert import EXTRA_CONVERTERS, TIME_FRACTION, Typed, absent, convert, sql_str
-from logan.dialects import Dialect, FieldSpec
 from logan.errors import FormatError
-from logan.syntax import Directive
+from logan.read.convert import EXTRA_CONVERTERS, TIME_FRACTION, Typed, absent, convert, sql_str
+from logan.read.dialects import Dialect, FieldSpec
+from logan.read.syntax import Directive
 
 QUOTE = '"'
 _RE_META = set("\\.^$|?*+()[]{}")
@@ -132,7 +132,7 @@ class CompiledFormat:
         self, tz: str, numbers: frozenset[str] = frozenset()
     ) -> tuple[dict[str, str], list[tuple[str, str]]]:
         """(canonical column -> SQL over raw fields, [(ok predicate, reject reason)]).
-        `numbers`: fields that arrive as the BIGINT the C split read (logan/native.py)."""
+        `numbers`: fields that arrive as the BIGINT the C split read (logan/read/native.py)."""
         cols: dict[str, str] = {}
         checks: list[tuple[str, str]] = []
         for col, f in self.columns.items():

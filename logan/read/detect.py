@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from logan import events
-from logan.compile import CompiledFormat, Field, _regex, compile_format
-from logan.convert import sql_str
-from logan.dialects import dialects, get_dialect
 from logan.errors import FormatError
+from logan.read import events
+from logan.read.compile import CompiledFormat, Field, _regex, compile_format
+from logan.read.convert import sql_str
+from logan.read.dialects import dialects, get_dialect
 from logan.store import Store
 
 SAMPLE_LINES = 1000

@@ -21,11 +21,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from logan import cli_options as opt
-from logan import stats as st
-from logan.classify import collapse_routes
+from logan.answer import stats as st
+from logan.cli import options as opt
 from logan.errors import LoganError
-from logan.ingest import ingest
+from logan.read.classify import collapse_routes
+from logan.read.ingest import ingest
 from logan.store import open_store
 
 if TYPE_CHECKING:  # pandas is imported only for the data outputs: 0.4 s a table need not wait

@@ -99,7 +99,7 @@ def strftime_pattern(arg: str) -> str:
 
 def convert(name: str, v: str, arg: str | None, tz: str, number: bool = False) -> Typed:
     """The typed value of raw text expression `v` under converter `name`. With `number`, `v`
-    is the BIGINT the C split read the text as (logan/native.py: digits, "-" as NULL, "-1"
+    is the BIGINT the C split read the text as (logan/read/native.py: digits, "-" as NULL, "-1"
     as -1); a converter without a NUMBER_FORMS entry raises KeyError."""
     if number:
         return NUMBER_FORMS[name](v, arg, tz)
@@ -260,7 +260,7 @@ TIME_BASE |= {"epoch_hex"}
 
 # The converters of fields the C split may hand over as numbers, over that BIGINT: digits, or
 # a time's microseconds. Each must give what the text form gives on the texts the split lets
-# through: logan/native.py checks that on those texts before it hands any field over so.
+# through: logan/read/native.py checks that on those texts before it hands any field over so.
 NUMBER_FORMS = {
     "int": lambda n, arg, tz: _int(n, number=True),
     "ms": lambda n, arg, tz: _int(n, 1000, number=True),

@@ -36,7 +36,7 @@ def format_from_nginx_conf(path: str | Path, name: str) -> str:
     if name in found:
         return found[name]
     if name == "combined":  # nginx's built-in, never written in a config
-        from logan.dialects import get_dialect
+        from logan.read.dialects import get_dialect
 
         return get_dialect("nginx").presets["combined"]
     known = ", ".join(sorted(found)) or "none"

@@ -30,8 +30,8 @@ import re
 from typing import Any
 
 from logan import schema
-from logan.compile import CompiledFormat, strip_prefix_sql
-from logan.convert import Typed, _local_to_utc, _strptime, sql_str
+from logan.read.compile import CompiledFormat, strip_prefix_sql
+from logan.read.convert import Typed, _local_to_utc, _strptime, sql_str
 from logan.store import filter_pushdown
 
 _RFC3164 = "%Y %b %d %H:%M:%S"

@@ -37,8 +37,8 @@ from pathlib import Path
 import duckdb
 
 from logan import schema
-from logan.convert import sql_str
 from logan.errors import LoganError
+from logan.read.convert import sql_str
 from logan.store import ensure_columns, stored_columns
 
 PROFILES = ("puppet", "generic")

@@ -25,8 +25,8 @@ import pyarrow as pa
 
 from logan.errors import LoganError
 
-try:  # the C split's line cutter (logan/_split.c), when it was built
-    from logan import _split
+try:  # the C split's line cutter (logan/read/_split.c), when it was built
+    from logan.read import _split
 except ImportError:
     _split = None
 
@@ -103,7 +103,7 @@ class Batch:
 @dataclass
 class Prepare:
     """Work for the reader thread on each batch it reads, beside the consumer's work on the
-    batch before (logan.native's split). The format is known only from the first batch:
+    batch before (logan.read.native's split). The format is known only from the first batch:
     the reader hands that one over, then waits until the consumer calls `start` (with the
     work, or None for none). A batch the reader did not prepare comes with `parsed` None."""
 

@@ -14,8 +14,8 @@ from functools import cache
 from pathlib import Path
 
 from logan.errors import FormatError
+from logan.read.syntax import TOKENIZERS, Directive, Token
 from logan.resources import parsers_dirs
-from logan.syntax import TOKENIZERS, Directive, Token
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class FieldSpec:
     column: str | None  # canonical column it may fill
     name: str  # key in `extra` when it does not fill a column
     value: str  # shape of its text: token, int, text, clf_time, time
-    convert: str  # converter name in logan.convert
+    convert: str  # converter name in logan.read.convert
     arg: str | None  # the directive's argument (strftime pattern, header name...)
     spaces: int = 0
     priority: int = 0
@@ -59,7 +59,7 @@ class Dialect:
     # {"regex": RE2 without capture groups, "time": RE2 with one group, "time_format": ...}.
     prefixes: dict[str, dict] = field(default_factory=dict)
     # Messages that are not requests but worth keeping (server DOWN): {"kinds": [{kind,
-    # regex}], "time": ...}, see logan/events.py.
+    # regex}], "time": ...}, see logan/read/events.py.
     events: dict = field(default_factory=dict)
 
     def tokenize(self, fmt: str) -> list[Token]:

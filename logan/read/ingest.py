@@ -17,11 +17,12 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from logan import detect, events, native, rows, schema
-from logan.compile import CompiledFormat, compile_format
-from logan.dialects import resolve_format
+from logan import schema
 from logan.errors import LoganError
-from logan.sources import DEFAULT_BLOCK, ROW_GROUP, Batch, Prepare, Source, expand, read_batches
+from logan.read import detect, events, native, rows
+from logan.read.compile import CompiledFormat, compile_format
+from logan.read.dialects import resolve_format
+from logan.read.sources import DEFAULT_BLOCK, ROW_GROUP, Batch, Prepare, Source, expand, read_batches
 from logan.store import Store, filter_pushdown, open_store, stored_columns
 
 # DuckDB's memory during an ingest into a file: enough for a block's batch in flight (the
@@ -30,7 +31,7 @@ from logan.store import Store, filter_pushdown, open_store, stored_columns
 INGEST_MEMORY = {"plain": "256MB", "classified": "512MB"}
 
 # A store made for one report keeps these too: an event's syslog header has no year, which
-# the rows around it give (logan/events.py).
+# the rows around it give (logan/read/events.py).
 _KEPT_FOR_EVENTS = frozenset({"ts_start"})
 
 # DuckDB scans an Arrow table in parallel by record batch: one per row group's worth.
@@ -168,7 +169,7 @@ def ingest(
     if summary.profile == "generic":
         # Route words that vary a lot under one prefix (/tags/{name}) show only across
         # rows: fold them now that the new rows are in.
-        from logan.classify import collapse_routes
+        from logan.read.classify import collapse_routes
 
         collapse_routes(st.con)
     summary.seconds = time.perf_counter() - started
@@ -324,7 +325,7 @@ def _resolve_profile(profile: str, st: Store, batch: Batch, cf: CompiledFormat) 
     if profile != "auto":
         return profile
     try:
-        from logan.classify import detect_profile
+        from logan.read.classify import detect_profile
     except ImportError:
         return "none"
     paths = detect.sample_paths(st, batch.table, cf)
@@ -334,7 +335,7 @@ def _resolve_profile(profile: str, st: Store, batch: Batch, cf: CompiledFormat) 
 def _classification(profile: str, rules: object | None, trusted: Sequence[str]) -> rows.Classifier:
     if profile == "none":
         return None
-    from logan.classify import classified_sql, key_columns
+    from logan.read.classify import classified_sql, key_columns
 
     return rows.Classification(
         lambda rel, keyed=None: classified_sql(rel, profile, rules, trusted, keyed),  # type: ignore[arg-type]

@@ -13,9 +13,9 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, Trans
 from rich.table import Table
 from rich.text import Text
 
-from logan import cli_options as opt
+from logan.cli import options as opt
 from logan.errors import LoganError
-from logan.ingest import IngestSummary, ingest, merge_summaries
+from logan.read.ingest import IngestSummary, ingest, merge_summaries
 from logan.store import open_store
 
 app = typer.Typer(
@@ -184,7 +184,7 @@ def _integral_floats_as_ints(df):  # noqa: ANN001, ANN202
 @app.command("formats")
 def formats_command() -> None:
     """The named formats logan knows, by dialect."""
-    from logan.dialects import dialects
+    from logan.read.dialects import dialects
 
     t = Table("preset", "format string")
     for d in dialects().values():
@@ -194,7 +194,7 @@ def formats_command() -> None:
 
 
 def _register_stats() -> None:
-    from logan.cli_stats import stats_command
+    from logan.cli.stats import stats_command
 
     app.command("stats")(stats_command)
 

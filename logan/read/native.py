@@ -1,7 +1,7 @@
-"""The split path compiled to C (logan/_split.c): a format's plan run over a batch's lines.
+"""The split path compiled to C (logan/read/_split.c): a format's plan run over a batch's lines.
 
 The plan is made from the same segments and words as the SQL split path
-(logan/compile.py), so it takes the lines that path takes, or fewer, and reads them to the
+(logan/read/compile.py), so it takes the lines that path takes, or fewer, and reads them to the
 same raw field texts; the exact path reads or rejects the rest. It is several times faster
 than `string_split` in DuckDB and runs without the GIL. When the extension was not built
 (no C compiler at install time) `available()` is False and the SQL split path does the work.
@@ -19,7 +19,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from logan.compile import (
+from logan.read.compile import (
     _CONT,
     NUMERIC_VALUES,
     QUOTE,
@@ -34,11 +34,11 @@ from logan.compile import (
     separator,
     value_pattern,
 )
-from logan.convert import NUMBER_FORMS, convert, sql_str, time_pattern
-from logan.sources import BUFFERS, ROW_GROUP, Batch, int64_array, int64_values
+from logan.read.convert import NUMBER_FORMS, convert, sql_str, time_pattern
+from logan.read.sources import BUFFERS, ROW_GROUP, Batch, int64_array, int64_values
 
 try:
-    from logan import _split
+    from logan.read import _split
 except ImportError:  # built without a C compiler
     _split = None
 
@@ -303,7 +303,7 @@ def number_fields(cf: CompiledFormat, digits: dict[str, tuple[int, int]], tz: st
     """The fields of `digits` (checked here: digit_limits) handed over as numbers instead of
     texts, so that DuckDB casts none of them: those whose value only their column reads
     (not `extra`, a time or a second column) through a converter with a number form
-    (logan/convert.py NUMBER_FORMS) that gives what the text form gives, value and marker,
+    (logan/read/convert.py NUMBER_FORMS) that gives what the text form gives, value and marker,
     on the texts the split lets through: "-", "-1" where they pass, and digits of every
     length up to the most."""
     elsewhere = {f.alias for f in cf.extras + cf.time_fields if f.alias in digits}
