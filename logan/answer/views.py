@@ -1,0 +1,205 @@
+"""The views of `queries/`: their SQL text with its template slots filled, run over the
+`requests` of a store (narrowed by a filter), answered as Records or DataFrames.
+
+Every answer module (stats, and the ones after it) runs its views through here, so a view
+is read, filled and narrowed one way. The only text that enters a template is a name from
+the whitelists below; values are bound parameters.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+from logan import schema
+from logan.errors import LoganError
+from logan.resources import queries_dir
+from logan.store import stored_columns
+
+if TYPE_CHECKING:  # imported where a DataFrame is made: 0.4 s the CLI need not spend
+    import pandas as pd
+
+# --by name -> the columns it groups by. A fixed whitelist: these names are the only text
+# that enters the SQL templates.
+DIMENSIONS: dict[str, tuple[str, ...]] = {
+    "indirector": ("method", "indirector"),
+    "resource": ("method", "indirector", "resource"),
+    "environment": ("environment",),
+    "requester": ("requester", "requester_group"),
+    "status": ("status",),
+    "route": ("method", "route"),
+    "vhost": ("vhost",),
+    "server": ("backend", "server"),
+    "backend": ("backend",),
+    "frontend": ("frontend",),
+    "dialect": ("dialect",),
+    "method": ("method",),
+    "group": ("requester_group",),
+    "cache": ("cache_status",),
+    "client": ("client",),
+    "source": ("source",),
+    "user_agent": ("user_agent",),
+}
+_INTEGER_COLUMNS = (
+    "requests",
+    "total_us",
+    "min_us",
+    "max_us",
+    "bytes",
+    "rank",
+    "lo_us",
+    "hi_us",
+    "saved_us",
+    "urls",
+    "clients",
+    "size_values",
+    "cache_known",
+)
+_INTEGER_SUFFIXES = ("_requests", "_total_us", "_min_us", "_max_us")
+
+
+def dimension_columns(by: Sequence[str] | str) -> list[str]:
+    """Group-by columns for --by names, in order, without repeats."""
+    names = [by] if isinstance(by, str) else list(by)
+    if not names:
+        raise LoganError(f"--by needs one of {', '.join(DIMENSIONS)}")
+    cols: list[str] = []
+    for name in names:
+        if name not in DIMENSIONS:
+            raise LoganError(f"unknown --by {name!r}; use one of {', '.join(DIMENSIONS)}")
+        cols += [c for c in DIMENSIONS[name] if c not in cols]
+    return cols
+
+
+def query_path(name: str) -> Path:
+    path = queries_dir() / f"{name}.sql"
+    if not path.is_file():
+        raise LoganError(f"no view {name!r} in {queries_dir()}")
+    return path
+
+
+def query_sql(name: str, by: Sequence[str] | str = (), slo_us: int | None = None) -> str:
+    """The text of queries/<name>.sql with its template slots filled from --by names."""
+    sql = query_path(name).read_text()
+    if "{dimensions}" in sql:
+        sql = sql.replace("{dimensions}", ", ".join(dimension_columns(by)))
+    if "{slo_us}" in sql:
+        if slo_us is None:
+            raise LoganError(f"view {name!r} needs a threshold (slo_us)")
+        sql = sql.replace("{slo_us}", str(int(slo_us)))
+    return sql
+
+
+def create_views(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Create TEMP views: one per plain queries/*.sql (named after the file) and by_<dim>
+    for each per-dimension name. Returns their names."""
+    names = []
+    for path in sorted(queries_dir().glob("*.sql")):
+        text = path.read_text()
+        if "{slo_us}" in text:
+            continue
+        if "{dimensions}" in text:
+            for dim in DIMENSIONS:
+                view = f"{path.stem}_{dim}" if path.stem != "by_dimension" else f"by_{dim}"
+                con.execute(f"CREATE OR REPLACE TEMP VIEW {_ident(view)} AS "
+                            f"{query_sql(path.stem, [dim])}")  # fmt: skip
+                names.append(view)
+        else:
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {_ident(path.stem)} AS {text}")
+            names.append(path.stem)
+    return names
+
+
+def _ident(name: str) -> str:
+    # a file name a user chose, as a quoted SQL identifier
+    return '"' + name.replace('"', '""') + '"'
+
+
+class Records:
+    """A query's answer as plain rows (dicts), with DuckDB's column types.
+
+    The CLI prints these as they are (pandas takes 0.4 s to import, more than a query on
+    5 M rows); the library hands out `.frame()`, a DataFrame.
+    """
+
+    def __init__(self, columns: list[str], types: list[str], rows: list[dict[str, Any]]):
+        self.columns, self.types, self.rows = columns, types, rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def without(self, drop: Sequence[str]) -> Records:
+        keep = [(c, t) for c, t in zip(self.columns, self.types, strict=True) if c not in drop]
+        return Records([c for c, _ in keep], [t for _, t in keep],
+                       [{c: r[c] for c, _ in keep} for r in self.rows])  # fmt: skip
+
+    def frame(self) -> pd.DataFrame:
+        import pandas as pd
+
+        df = pd.DataFrame(self.rows, columns=self.columns)
+        for col, typ in zip(self.columns, self.types, strict=True):
+            if typ.startswith(("DOUBLE", "FLOAT", "DECIMAL")):
+                df[col] = df[col].astype("float64")
+            elif typ.startswith("TIMESTAMP"):
+                df[col] = pd.to_datetime(df[col])
+        return _tidy(df)
+
+
+def run_records(
+    con: duckdb.DuckDBPyConnection,
+    sql: str,
+    where: str = "",
+    params: Sequence = (),
+) -> Records:
+    """Run a view's SQL over `requests` narrowed by `where` (a CTE named requests shadows
+    the table, so the view text stays as written)."""
+    cur = con.execute(_narrowed(con, sql, where), list(params))
+    columns = [d[0] for d in cur.description]
+    types = [str(d[1]) for d in cur.description]
+    decimals = [c for c, t in zip(columns, types, strict=True) if t.startswith("DECIMAL")]
+    rows = [dict(zip(columns, r, strict=True)) for r in cur.fetchall()]
+    for r in rows:  # DECIMAL comes back as decimal.Decimal: a fraction is a float here
+        for c in decimals:
+            r[c] = None if r[c] is None else float(r[c])
+    return Records(columns, types, rows)
+
+
+def _narrowed(con: duckdb.DuckDBPyConnection, sql: str, where: str) -> str:
+    """`sql` over the rows of `requests` that `where` keeps. Its text stays as written: a
+    CTE named requests shadows the view, and leaves out the view's join with `ingests` when
+    neither reads source, dialect or format."""
+    if columns_named(sql, where) & set(schema.FROM_INGESTS):
+        rows = "SELECT * FROM main.requests"
+    else:
+        rows = schema.requests_select_sql(stored_columns(con), provenance=False)
+    narrowed = f"SELECT * FROM ({rows}) AS r WHERE {where}" if where else rows
+    return f"WITH requests AS ({narrowed})\nSELECT * FROM (\n{sql}\n) AS v"
+
+
+def columns_named(*sql: str) -> set[str]:
+    """The `requests` columns SQL texts name (in code: a column named in a comment is not
+    read)."""
+    words = set(re.findall(r"\w+", re.sub(r"--[^\n]*", "", "\n".join(sql))))
+    return {c for c in schema.REQUEST_COLUMNS if c in words}
+
+
+def _tidy(df: pd.DataFrame) -> pd.DataFrame:
+    # Counts and sums as nullable integers, so JSON says 42, not 42.0, and NULL stays null.
+    import pandas as pd
+
+    for col in df.columns:
+        if col in _INTEGER_COLUMNS or col.endswith(_INTEGER_SUFFIXES):
+            df[col] = pd.array(df[col].astype("Float64").round(), dtype="Int64")
+    return df
+
+
+def ordered(sql: str, keys: Sequence[tuple[str, bool]], top: int | None) -> tuple[str, list]:
+    """The rows of `sql` ordered by (column, descending) keys, NULLs last, cut to `top`.
+    The column names come from the whitelists of this module."""
+    order = ", ".join(f"{c} {'DESC' if desc else 'ASC'} NULLS LAST" for c, desc in keys)
+    limit, params = (" LIMIT ?", [top]) if top else ("", [])
+    return f"SELECT * FROM (\n{sql}\n) AS ranked ORDER BY {order}{limit}", params

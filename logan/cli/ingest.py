@@ -1,0 +1,95 @@
+"""`logan ingest`: read access logs into a DuckDB store, with a progress bar for long inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+from rich.text import Text
+
+from logan.cli import options as opt
+from logan.errors import LoganError
+from logan.read.ingest import IngestSummary, ingest, merge_summaries
+from logan.show.console import err, print_ingest_summary
+from logan.store import open_store
+
+# Inputs smaller than this finish before a progress bar is worth drawing.
+_PROGRESS_MIN_BYTES = 64 << 20
+
+DbOpt = Annotated[Path | None, typer.Option("--db", help="DuckDB store file (created if missing)")]
+
+
+def _progress_for(paths: list[str]):  # noqa: ANN202
+    sizes = [Path(p).stat().st_size for p in paths if p != "-" and Path(p).is_file()]
+    if sum(sizes) < _PROGRESS_MIN_BYTES or not err.is_terminal:
+        return None, None
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        console=err,
+        transient=True,
+    )
+    task = bar.add_task("ingest", total=sum(sizes))
+    done: dict[str, int] = {}
+
+    def update(source: str, nbytes: int, _total: int | None) -> None:
+        done[source] = nbytes
+        bar.update(task, completed=sum(done.values()), description=Text(Path(source).name))
+
+    return bar, update
+
+
+def run_ingest(paths: list[str], **kwargs: object) -> IngestSummary:
+    """Ingest with a progress bar on stderr for long inputs."""
+    bar, update = _progress_for(paths)
+    if bar is None:
+        return ingest(paths, **kwargs)  # type: ignore[arg-type]
+    with bar:
+        return ingest(paths, progress=update, **kwargs)  # type: ignore[arg-type]
+
+
+def _source_job(spec: str) -> tuple[list[str], str, str]:
+    """LABEL=FORMAT:PATH -> ([PATH], FORMAT, LABEL); FORMAT may itself hold a colon
+    (nginx:timed), the path is after the last one."""
+    label, eq, rest = spec.partition("=")
+    fmt, colon, path = rest.rpartition(":")
+    if not (eq and colon and label and fmt and path):
+        raise LoganError(f"--source {spec!r}: write LABEL=FORMAT:PATH, e.g. web=nginx:timed:/var/log/x.log")
+    return [path], fmt, label
+
+
+def ingest_command(
+    files: Annotated[list[str] | None, typer.Argument(help="log files, globs, .gz, or - for stdin")] = None,
+    db: DbOpt = None,
+    source: Annotated[
+        list[str] | None,
+        typer.Option(help="LABEL=FORMAT:PATH, a server of a stack (repeatable): web=nginx:timed:/x.log"),
+    ] = None,
+    format: opt.FormatOpt = "auto",
+    dialect: opt.DialectOpt = None,
+    tz: opt.TzOpt = "UTC",
+    profile: opt.ProfileOpt = "auto",
+    rules: opt.RulesOpt = None,
+    trusted_proxy: opt.TrustedProxyOpt = None,
+    label: Annotated[str | None, typer.Option(help="source name for stdin or a single file")] = None,
+    nginx_conf: opt.NginxConfOpt = None,
+    log_format_name: opt.LogFormatNameOpt = None,
+) -> None:
+    """Read access logs into a DuckDB store: every line becomes a request or a reject."""
+    format, dialect = opt.format_from_options(format, dialect, nginx_conf, log_format_name)
+    jobs = [(files, format, label)] if files else []
+    jobs += [_source_job(spec) for spec in source or ()]
+    if not jobs:
+        raise LoganError("no input: give log files, or --source LABEL=FORMAT:PATH")
+    store = open_store(db)
+    common = {"store": store, "dialect": dialect, "tz": tz, "profile": profile, "rules": rules,
+              "trusted_proxies": tuple(trusted_proxy or ())}  # fmt: skip
+    summaries = [run_ingest(paths, format=fmt, label=lab, **common) for paths, fmt, lab in jobs]
+    print_ingest_summary(merge_summaries(summaries))
+    if db is None:
+        err.print("(in-memory store: nothing was kept; give --db FILE to keep the table)")
+    store.close()

@@ -1,0 +1,30 @@
+"""`logan sql`: ad-hoc SQL against a store, the answer as a table, CSV or JSON."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from logan.errors import LoganError
+from logan.show.writers import write_frame
+from logan.store import open_store
+
+
+def sql_command(
+    query: Annotated[str, typer.Argument(help="SQL over requests, rejects, events, ingests")],
+    db: Annotated[Path, typer.Option("--db", help="DuckDB store file")],
+    output: Annotated[str, typer.Option("--output", "-o", help="table | csv | json")] = "table",
+) -> None:
+    """Ad-hoc SQL against a store."""
+    if not db.exists():
+        raise LoganError(f"no store at {db}")
+    store = open_store(db, read_only=True)
+    try:
+        df = store.sql(query)
+    except Exception as exc:  # duckdb's own message says what is wrong with the query
+        raise LoganError(str(exc).splitlines()[0]) from exc
+    finally:
+        store.close()
+    write_frame(df, output)
