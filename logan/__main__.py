@@ -1,3 +1,5 @@
+"""`python -m logan`: the same command as `logan`."""
+
 from logan.cli import main
 
 main()

@@ -40,9 +40,10 @@ def installed(tmp_path_factory) -> dict:
     wheels = list(dist.glob("logan-*.whl"))
     assert len(wheels) == 1, wheels
     venv = base / "venv"
-    r = run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], cwd=base)
+    r = run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=base)
     assert r.returncode == 0, r.stderr
     py = venv / "bin" / "python"
+    see_our_dependencies(py)
     r = run(
         [
             sys.executable,
@@ -61,6 +62,19 @@ def installed(tmp_path_factory) -> dict:
     outside = base / "elsewhere"
     outside.mkdir()
     return {"wheel": wheels[0], "venv": venv, "py": py, "logan": venv / "bin" / "logan", "cwd": outside}
+
+
+def see_our_dependencies(py: Path) -> None:
+    """Let the fresh venv import what this interpreter imports (duckdb, pandas, ...), but not
+    logan: a .pth file naming this interpreter's import directories. `--system-site-packages`
+    would not do: from inside a venv (or a conda environment) it names the base
+    interpreter's packages, not the ones the tests run with. The directories are added after
+    the venv's own, and .pth files in them are not read, so the editable install of the
+    checkout stays out."""
+    r = run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=py.parent)
+    assert r.returncode == 0, r.stderr
+    dirs = [p for p in sys.path if p and Path(p).is_dir() and not under(p, REPO)]
+    Path(r.stdout.strip(), "logan-test-deps.pth").write_text("\n".join(dirs) + "\n")
 
 
 def repo_names(folder: str, pattern: str) -> set[str]:
