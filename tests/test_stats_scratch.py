@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import logan.cli.stats as cli_stats
+import logan.answer.inputs as inputs
 from logan.cli import app
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_logs" / "puppet_access.log"
@@ -24,9 +24,18 @@ def _stats_json() -> list[dict]:
 
 def test_big_input_goes_through_a_temporary_file(monkeypatch, tmp_path):
     in_memory = _stats_json()
-    monkeypatch.setattr(cli_stats, "IN_MEMORY_MAX_BYTES", SAMPLE.stat().st_size - 1)
+    monkeypatch.setattr(inputs, "IN_MEMORY_MAX_BYTES", SAMPLE.stat().st_size - 1)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    made = []
+    real = tempfile.TemporaryDirectory
+
+    def spy(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(inputs.tempfile, "TemporaryDirectory", spy)
     on_disk = _stats_json()
+    assert len(made) == 1  # the answer was read into a temporary file, not memory
     # floating sums may add up in another order: equal to the last digits that matter
     assert [r.keys() for r in on_disk] == [r.keys() for r in in_memory]
     for got, want in zip(on_disk, in_memory, strict=True):

@@ -1,4 +1,6 @@
-"""Options every command that reads logs takes (`logan ingest`, `logan stats FILES`)."""
+"""Options the commands share: how logs are read (`logan ingest`, and every answering
+command given FILES), where the rows are (FILES or --db), and which of them an answer looks
+at (the filters). One declaration each, so every command spells and explains them alike."""
 
 from __future__ import annotations
 
@@ -7,7 +9,21 @@ from typing import Annotated
 
 import typer
 
+from logan.answer.filters import filter_sql
+from logan.answer.inputs import ReadOptions
 from logan.errors import LoganError
+
+FilesArg = Annotated[list[str] | None, typer.Argument(help="log files to read into a temporary store")]
+StoreOpt = Annotated[Path | None, typer.Option("--db", help="DuckDB store file")]
+
+SinceOpt = Annotated[
+    str | None, typer.Option(help="24h, 7d (before the last request) or a time (ISO, UTC unless given)")
+]
+UntilOpt = Annotated[str | None, typer.Option(help="same forms as --since; exclusive")]
+EnvOpt = Annotated[list[str] | None, typer.Option(help="environment (repeatable)")]
+MethodOpt = Annotated[list[str] | None, typer.Option(help="HTTP method (repeatable)")]
+StatusOpt = Annotated[str | None, typer.Option(help="5xx, 404, 4xx,503, 500-504")]
+PathOpt = Annotated[str | None, typer.Option("--path", help="path glob, e.g. '/api/*'")]
 
 FormatOpt = Annotated[
     str,
@@ -29,6 +45,35 @@ NginxConfOpt = Annotated[Path | None, typer.Option(help="read the format from th
 LogFormatNameOpt = Annotated[
     str | None, typer.Option(help="the log_format name in --nginx-conf (default: combined)")
 ]
+
+
+def filters(
+    since: str | None,
+    until: str | None,
+    env: list[str] | None,
+    method: list[str] | None,
+    status: str | None,
+    path: str | None,
+) -> dict:
+    """The filter options as logan.answer.filters takes them (checked before any reading)."""
+    chosen = dict(since=since, until=until, env=env or None, method=method or None, status=status,
+                  path_glob=path)  # fmt: skip
+    try:
+        filter_sql(chosen)
+    except ValueError as exc:
+        raise LoganError(str(exc)) from None
+    return chosen
+
+
+def read_options(
+    format: str,
+    dialect: str | None,
+    tz: str,
+    profile: str,
+    rules: Path | None,
+    trusted_proxy: list[str] | None,
+) -> ReadOptions:
+    return ReadOptions(format, dialect, tz, profile, rules, tuple(trusted_proxy or ()))
 
 
 def format_from_options(

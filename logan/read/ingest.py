@@ -166,9 +166,10 @@ def ingest(
     finally:
         st.con.execute("RESET disabled_optimizers")
         st.con.execute("RESET memory_limit")
-    if summary.profile == "generic":
+    if summary.profile in ("puppet", "generic"):
         # Route words that vary a lot under one prefix (/tags/{name}) show only across
-        # rows: fold them now that the new rows are in.
+        # rows: fold them now that the new rows are in (the Puppet profile gives the
+        # routes of non-Puppet paths the generic way).
         from logan.read.classify import collapse_routes
 
         collapse_routes(st.con)
