@@ -9,6 +9,14 @@ its start, so lines come slightly out of time order, as in real logs.
 
     python -m logan.generate --lines 5000000 -o big.log      # about 0.7 GB
     python -m logan.generate --dialect haproxy --lines 5000   # nginx, varnish, haproxy too
+    python -m logan.generate --realistic --lines 5000000 -o real.log   # about 1 GB
+
+`--realistic` writes what a large Puppet fleet's master sees instead of the compact sample:
+node names that keep coming (one node per 250 requests), file_metadata over thousands of
+module files, the long query strings real agents send, sixteen agent versions; about 210
+bytes a line and some 25,000 distinct paths per million lines, where the sample repeats a few
+hundred. Speed figures are measured on these lines too: a log whose strings repeat favours
+every reader.
 """
 
 from __future__ import annotations
@@ -46,6 +54,49 @@ class Request:
     status: int
     size: int
     duration_us: int
+    agent: str = "Ruby"
+
+
+# --realistic: what agents send in the wild (Puppet 3 to 8 on several Rubies and systems)
+AGENTS = [
+    f"Puppet/{p} Ruby/{r} ({a})"
+    for p, r in [
+        ("7.12.0", "2.7.4-p191"),
+        ("7.21.0", "2.7.7-p221"),
+        ("8.4.0", "3.2.2-p53"),
+        ("6.28.0", "2.5.9-p229"),
+    ]
+    for a in ("x86_64-linux", "aarch64-linux", "x64-mingw32", "universal.x86_64-darwin21")
+]
+_QUERIES = {
+    "file_metadatas": "links=follow&recurse=true&source_permissions=ignore&ignore=.svn&ignore=CVS"
+    "&ignore=.git&ignore=.hg&checksum_type=sha256",
+    "file_metadata": "links=manage&source_permissions=use",
+    "file_content": "links=manage&source_permissions=ignore",
+    "catalog": "facts_format=application%2Fjson&static_catalog=true&checksum_type=sha256.md5"
+    "&fail_on_404=true&code_id=",
+}
+
+
+def _realistic_uri(endpoint: str, env: str, node: str, rng: np.random.Generator) -> str:
+    """A Puppet 4+ request as agents send it: module files from a large tree, long queries."""
+    mod = f"{MODULES[rng.integers(len(MODULES))]}_{rng.zipf(1.3) % 10}"
+    f = f"{FILES[rng.integers(len(FILES))]}.{rng.zipf(1.5) % 8}"
+    key = {
+        "file_metadata": f"modules/{mod}/files/{f}",
+        "file_metadatas": f"modules/{mod}/files",
+        "file_content": f"modules/{mod}/templates/{f}.erb",
+        "node": node,
+        "catalog": node,
+        "report": node,
+    }[endpoint]
+    query = _QUERIES.get(endpoint, "")
+    if endpoint in ("node", "catalog"):
+        query += f"{'&' if query else ''}transaction_uuid={rng.integers(1 << 62):016x}"
+    if endpoint == "catalog":
+        query = query.replace("code_id=", f"code_id={rng.integers(1 << 40):010x}")
+    query += f"{'&' if query else ''}environment={env}"
+    return f"/puppet/v3/{endpoint}/{key}?{query}"
 
 
 def _uri(endpoint: str, env: str, node: str, rng: np.random.Generator, v3: bool) -> str:
@@ -65,11 +116,19 @@ def _uri(endpoint: str, env: str, node: str, rng: np.random.Generator, v3: bool)
     return f"/{env}/{endpoint}/{key}"
 
 
-def requests(n: int, seed: int = 1, start: datetime | None = None) -> Iterator[Request]:
+def requests(
+    n: int, seed: int = 1, start: datetime | None = None, realistic: bool = False
+) -> Iterator[Request]:
     rng = np.random.default_rng(seed)
     t = start or datetime(2013, 11, 5, 19, 0, 0, tzinfo=UTC)
     shares = np.array([e[1] for e in ENDPOINTS])
-    nodes = [f"node{i:04d}.example.com" for i in range(400)]
+    if realistic:  # a fleet that grows with the log: a node per 250 requests
+        nodes = [
+            f"web-{i:06d}.{('ams', 'fra', 'iad', 'sjc')[i % 4]}.prod.example.com"
+            for i in range(max(400, n // 250))
+        ]
+    else:
+        nodes = [f"node{i:04d}.example.com" for i in range(400)]
     block = 10_000
     spike = range(int(n * 0.4), int(n * 0.5))
     for lo in range(0, n, block):
@@ -91,15 +150,14 @@ def requests(n: int, seed: int = 1, start: datetime | None = None) -> Iterator[R
                 status = 500
             size = {"catalog": 450_000, "report": 33, "file_metadatas": 60_000}.get(endpoint, 300)
             size = int(size * (0.5 + rng.random())) if status == 200 else 120
-            yield Request(
-                client=f"10.{node_i // 250}.{node_i % 250}.{10 + node_i % 7}",
-                ts=t,
-                method=method,
-                uri=_uri(endpoint, env, nodes[node_i], rng, v3=node_i % 5 == 0),
-                status=status,
-                size=size,
-                duration_us=max(duration, 150),
-            )
+            if realistic:
+                uri = _realistic_uri(endpoint, env, nodes[node_i], rng)
+                client = f"10.{node_i // 62500 % 256}.{node_i // 250 % 250}.{node_i % 250}"
+                agent = AGENTS[node_i % len(AGENTS)]
+            else:
+                uri = _uri(endpoint, env, nodes[node_i], rng, v3=node_i % 5 == 0)
+                client, agent = f"10.{node_i // 250}.{node_i % 250}.{10 + node_i % 7}", "Ruby"
+            yield Request(client, t, method, uri, status, size, max(duration, 150), agent)
 
 
 def _clf_time(t: datetime) -> str:
@@ -114,7 +172,7 @@ def apache_combined_d(r: Request, i: int) -> str:
     """apache:combined_D; %t is the start of the request."""
     return (
         f'{r.client} - - [{_clf_time(r.ts)}] "{r.method} {r.uri} HTTP/1.1" {r.status} {r.size} '
-        f'{r.duration_us} "-" "Ruby"\n'
+        f'{r.duration_us} "-" "{r.agent}"\n'
     )
 
 
@@ -139,7 +197,7 @@ def nginx_timed(r: Request, i: int) -> str:
         upstream = f"{max(total - 0.001, 0):.3f}"
     return (
         f'{r.client} - - [{_clf_time(_end(r))}] "{r.method} {r.uri} HTTP/1.1" {r.status} {r.size} '
-        f'"-" "Ruby" {total:.3f} {upstream} {cache}\n'
+        f'"-" "{r.agent}" {total:.3f} {upstream} {cache}\n'
     )
 
 
@@ -150,7 +208,7 @@ def varnish_timed(r: Request, i: int) -> str:
     duration = 900 if handling == "hit" else r.duration_us
     return (
         f'{r.client} - - [{_clf_time(r.ts)}] "{r.method} http://puppet:8140{r.uri} HTTP/1.1" '
-        f'{r.status} {r.size} "-" "Ruby" {duration} {duration * 0.9 / 1e6:.6f} {handling}\n'
+        f'{r.status} {r.size} "-" "{r.agent}" {duration} {duration * 0.9 / 1e6:.6f} {handling}\n'
     )
 
 
@@ -202,13 +260,15 @@ FORMATTERS: dict[str, tuple[str, Callable[[Request, int], str]]] = {
 EVENTS: dict[str, Callable[[Request, int], str]] = {"haproxy": haproxy_event}
 
 
-def lines(n: int, dialect: str = "apache", seed: int = 1, events_every: int = 5000) -> Iterator[str]:
+def lines(
+    n: int, dialect: str = "apache", seed: int = 1, events_every: int = 5000, realistic: bool = False
+) -> Iterator[str]:
     """n request lines (and, for a server that logs events, one every `events_every`
     requests), in order of request end, as a server writes them."""
     fmt = FORMATTERS[dialect][1]
     event = EVENTS.get(dialect)
     pending: list[tuple[datetime, str]] = []
-    for i, r in enumerate(requests(n, seed)):
+    for i, r in enumerate(requests(n, seed, realistic=realistic)):
         pending.append((_end(r), fmt(r, i)))
         if event and i % events_every == events_every - 1:
             pending.append((r.ts, event(r, i // events_every)))
@@ -220,9 +280,9 @@ def lines(n: int, dialect: str = "apache", seed: int = 1, events_every: int = 50
     yield from (line for _, line in pending)
 
 
-def write(n: int, out: TextIO, dialect: str = "apache", seed: int = 1) -> None:
+def write(n: int, out: TextIO, dialect: str = "apache", seed: int = 1, realistic: bool = False) -> None:
     buf: list[str] = []
-    for line in lines(n, dialect, seed):
+    for line in lines(n, dialect, seed, realistic=realistic):
         buf.append(line)
         if len(buf) >= 8192:
             out.write("".join(buf))
@@ -235,13 +295,19 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--lines", type=int, default=5000)
     ap.add_argument("--dialect", default="apache", choices=sorted(FORMATTERS))
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument(
+        "--realistic", action="store_true", help="a large fleet's lines: long, varied (see above)"
+    )
     ap.add_argument("-o", "--output", default="-")
     a = ap.parse_args(argv)
     if a.output == "-":
-        write(a.lines, sys.stdout, a.dialect, a.seed)
+        try:
+            write(a.lines, sys.stdout, a.dialect, a.seed, a.realistic)
+        except BrokenPipeError:  # `| head` has read enough: not an error
+            sys.stderr.close()
     else:
         with open(a.output, "w", encoding="utf-8") as fh:
-            write(a.lines, fh, a.dialect, a.seed)
+            write(a.lines, fh, a.dialect, a.seed, a.realistic)
 
 
 if __name__ == "__main__":

@@ -116,8 +116,17 @@ INGESTS: list[tuple[str, str, str]] = [
     ("seconds", "DOUBLE", "wall time"),
 ]
 
-TABLES = {"requests": REQUESTS, "rejects": REJECTS, "events": EVENTS, "ingests": INGESTS}
-PLAIN_TABLES = ["rejects", "events", "ingests"]
+# Route templates learned across rows (`/blog/tags/{name}`: many words between the same
+# prefix and suffix), one row per route as classification gave it. The stored rows keep
+# that route; the `requests` view shows the template. Learning more (a later ingest brings
+# more words) rewrites this small table, never the rows.
+ROUTES: list[tuple[str, str, str]] = [
+    ("route", "VARCHAR", "a route as classified, e.g. /blog/tags/puppet"),
+    ("template", "VARCHAR", "what `requests` shows for it, e.g. /blog/tags/{name}"),
+]
+
+TABLES = {"requests": REQUESTS, "rejects": REJECTS, "events": EVENTS, "ingests": INGESTS, "routes": ROUTES}
+PLAIN_TABLES = ["rejects", "events", "ingests", "routes"]
 
 REQUEST_COLUMNS = [name for name, _, _ in REQUESTS]
 REQUEST_TYPES = {name: typ for name, typ, _ in REQUESTS}
@@ -135,16 +144,22 @@ def requests_view_sql(stored: set[str]) -> str:
     return f"CREATE OR REPLACE VIEW requests AS {requests_select_sql(stored)}"
 
 
-def requests_select_sql(stored: set[str], provenance: bool = True) -> str:
+def requests_select_sql(stored: set[str], provenance: bool = True, routes: bool = True) -> str:
     """The rows of the `requests` view; without `provenance`, without source, dialect and
     format, and so without the join to `ingests` that DuckDB makes even when no column of
-    it is read (60 ms a scan of 4.6 M rows)."""
+    it is read (60 ms a scan of 4.6 M rows); without `routes`, without the join to the
+    route templates (the `route` column is then as classified)."""
+    templates = routes and "route" in stored
 
     def col(name: str, typ: str) -> str:
         if name in FROM_INGESTS:
             return f"i.{name} AS {name}"
+        if name == "route" and templates:
+            return "coalesce(t.template, r.route) AS route"
         return f"r.{name} AS {name}" if name in stored else f"CAST(NULL AS {typ}) AS {name}"
 
     cols = ",\n  ".join(col(n, t) for n, t, _ in REQUESTS if provenance or n not in FROM_INGESTS)
     join = " LEFT JOIN ingests AS i ON r.ingest_id = i.ingest_id" if provenance else ""
+    if templates:
+        join += " LEFT JOIN routes AS t ON r.route = t.route"
     return f"SELECT\n  {cols}\nFROM {REQUESTS_TABLE} AS r{join}"

@@ -47,10 +47,7 @@ class Store:
         types = {**schema.REQUEST_TYPES, **schema.STORED_ONLY}
         always = ", ".join(f"{c} {types[c]}" for c in schema.ALWAYS_STORED)
         self.con.execute(f"CREATE TABLE IF NOT EXISTS {schema.REQUESTS_TABLE} ({always})")
-        if "requests" not in {
-            r[0] for r in self.con.execute("SELECT view_name FROM duckdb_views()").fetchall()
-        }:
-            _refresh_view(self.con)
+        _refresh_view(self.con)  # a store written by an earlier logan gets today's view
         self.con.execute(
             "INSERT INTO logan_meta VALUES ('schema_version', ?) ON CONFLICT DO NOTHING",
             [str(schema.SCHEMA_VERSION)],
@@ -182,4 +179,4 @@ def filter_pushdown(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     try:
         yield
     finally:
-        con.execute("SET disabled_optimizers = 'filter_pushdown'")
+        con.execute("SET disabled_optimizers = 'filter_pushdown,build_side_probe_side'")

@@ -110,7 +110,7 @@ def split_path_takes(lines: list[str], fmt: str = "haproxy:httplog") -> set[int]
     plan = native.plan(cf)
     if plan is not None:
         batch = Batch(table, 1, len(lines), 0, 0)
-        by_c = set(native.read_batch(con, cf, plan, batch).column("line_no").to_pylist())
+        by_c = set(native.read_batch(con, cf, plan, batch).raw.column("line_no").to_pylist())
         assert by_c == by_sql
     return by_sql
 

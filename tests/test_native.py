@@ -52,7 +52,7 @@ def split_both_ways(batch: Batch, cf: CompiledFormat) -> tuple[dict, dict]:
     }
     plan = native.plan(cf)
     assert plan is not None, cf.label
-    con.register("__raw", native.read_batch(con, cf, plan, batch))
+    con.register("__raw", native.read_batch(con, cf, plan, batch).raw)
     found = con.execute(f"SELECT line_no, {', '.join(aliases)} FROM ({plan.sql('__raw')})").fetchall()
     by_c = {r[0]: r[1:] for r in found}
     return by_sql, by_c
@@ -477,7 +477,7 @@ def test_the_c_split_takes_every_request_of_the_samples(sample, keep):
     cf, _ = detect.detect_format(store, batch.table, None)
     columns = None if keep == "all" else st.columns_read(["indirector"], None, None)
     plan = native.plan(cf, *rows.fields_read(cf, True, columns), "UTC")
-    taken = native.read_batch(store.con.cursor(), cf, plan, batch).num_rows
+    taken = native.read_batch(store.con.cursor(), cf, plan, batch).raw.num_rows
     summary = ingest([path], profile="none")
     assert batch.lines == summary.lines  # one batch: the whole sample
     assert taken == summary.rows

@@ -172,10 +172,11 @@ def _narrowed(con: duckdb.DuckDBPyConnection, sql: str, where: str) -> str:
     """`sql` over the rows of `requests` that `where` keeps. Its text stays as written: a
     CTE named requests shadows the view, and leaves out the view's join with `ingests` when
     neither reads source, dialect or format."""
-    if columns_named(sql, where) & set(schema.FROM_INGESTS):
+    named = columns_named(sql, where)
+    if named & set(schema.FROM_INGESTS):
         rows = "SELECT * FROM main.requests"
     else:
-        rows = schema.requests_select_sql(stored_columns(con), provenance=False)
+        rows = schema.requests_select_sql(stored_columns(con), provenance=False, routes="route" in named)
     narrowed = f"SELECT * FROM ({rows}) AS r WHERE {where}" if where else rows
     return f"WITH requests AS ({narrowed})\nSELECT * FROM (\n{sql}\n) AS v"
 

@@ -70,20 +70,29 @@ _PUPPET_SAMPLE = re.compile(
 )
 
 
-def _puppet_exprs(generic: dict[str, str], qenv: str) -> dict[str, str]:
+def puppet_parse_sql(path: str = "path") -> str:
+    """The parts of a Puppet-shaped path as a struct (prefix, ind, key); '' for every part
+    of another path (`ind` is never '' for a Puppet path)."""
+    return f"regexp_extract({path}, {sql_literal(PUPPET_PATH)}, ['prefix', 'ind', 'key'])"
+
+
+def _puppet_exprs(generic: dict[str, str], qenv: str, parsed: str | None = None) -> dict[str, str]:
     """Puppet columns (and __node, the agent's name) for Puppet-shaped paths, else generic.
 
-    `qenv` is SQL for the query's environment parameter.
+    `qenv` is SQL for the query's environment parameter. `parsed`: a column holding
+    puppet_parse_sql() of the row (one regex a row, where each column would run two).
     """
     pattern = sql_literal(PUPPET_PATH)
-    is_puppet = f"regexp_matches(path, {pattern})"
-    parsed = f"regexp_extract(path, {pattern}, ['prefix', 'ind', 'key'])"
 
     def pick(puppet: str, other: str) -> str:
         # `puppet` reads the parsed path as lg_p (bound once per row); other rows are generic
+        if parsed is not None:
+            return (
+                f"CASE WHEN {parsed}.ind <> '' THEN {puppet.replace('lg_p.', f'{parsed}.')} ELSE {other} END"
+            )
         return (
-            f"CASE WHEN {is_puppet} THEN list_transform([{parsed}], lambda lg_p: {puppet})[1]"
-            f" ELSE {other} END"
+            f"CASE WHEN regexp_matches(path, {pattern}) THEN list_transform([{puppet_parse_sql()}],"
+            f" lambda lg_p: {puppet})[1] ELSE {other} END"
         )
 
     v3, ca = sql_literal(_V3), sql_literal(_CA)
@@ -196,15 +205,27 @@ _API_PREFIX = r"^[^/]*(?:/(?:api|rest|v\d+(?:\.\d+)?))*$"
 _SCRIPT = r"\.(?:php\d?|aspx?|asmx|ashx|jsp|jspx|cgi|pl|py|rb|do|action|json|xml)$"
 
 
-def collapse_routes(con: duckdb.DuckDBPyConnection, min_values: int = ROUTE_PARAM_MIN_VALUES) -> int:
-    """Replace path segments that take `min_values` or more distinct literal values between
-    the same prefix and suffix by `{name}`, level by level from the root; returns rows
-    changed."""
+def collapse_routes(
+    con: duckdb.DuckDBPyConnection, min_values: int = ROUTE_PARAM_MIN_VALUES, since_ingest: int = 0
+) -> int:
+    """Learn the route templates of the store (table `routes`): path segments that take
+    `min_values` or more distinct literal values between the same prefix and suffix become
+    `{name}`, level by level from the root. Routes of ingests before `since_ingest` are known
+    to the table already. Returns how many routes got a new template.
+
+    The rows are not rewritten (an UPDATE of millions of routes took gigabytes and most of
+    an ingest's time): the `requests` view shows each route's template."""
     if "route" not in stored_columns(con):  # nothing classified: no routes to fold
         return 0
     con.execute(
-        "CREATE OR REPLACE TEMP TABLE logan_route_map AS SELECT DISTINCT route AS old,"
-        " route AS new FROM requests WHERE route LIKE '%/%'"
+        f"INSERT INTO routes SELECT DISTINCT route, route FROM {schema.REQUESTS_TABLE} AS r"
+        " WHERE ingest_id >= ? AND route LIKE '%/%'"
+        " AND NOT EXISTS (SELECT 1 FROM routes AS k WHERE k.route = r.route)",
+        [since_ingest],
+    )
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE logan_route_map AS SELECT route AS old, route AS new,"
+        " template AS before FROM routes"
     )
     depth = con.execute("SELECT max(len(string_split(new, '/'))) FROM logan_route_map").fetchone()
     for k in range(3, (depth[0] or 0) + 1):
@@ -236,8 +257,8 @@ def collapse_routes(con: duckdb.DuckDBPyConnection, min_values: int = ROUTE_PARA
             [min_values],
         )
     changed = con.execute(
-        f"UPDATE {schema.REQUESTS_TABLE} AS r SET route = m.new FROM logan_route_map AS m"
-        " WHERE r.route = m.old AND m.new <> m.old"
+        "UPDATE routes AS k SET template = m.new FROM logan_route_map AS m"
+        " WHERE k.route = m.old AND m.new IS DISTINCT FROM m.before"
     ).fetchone()
     con.execute("DROP TABLE logan_route_map")
     return changed[0] if changed else 0
@@ -456,18 +477,21 @@ def _group_name_sql(groups: Sequence[Group], by_node: str, by_addr: str) -> str:
 
 
 # --- Public entry points --------------------------------------------------------------------
-# The environment parameter of a Puppet v3 query string, read per row.
-_QUERY_ENV = "nullif(regexp_extract(coalesce(query, ''), '(?:^|&)environment=([^&]*)', 1), '')"
+# The environment parameter of a Puppet v3 query string: the text after the first
+# `environment=` that starts the query or follows a `&`, up to the next `&` (string
+# functions: several times cheaper than the regex `(?:^|&)environment=([^&]*)`).
+_QUERY_ENV = "nullif(split_part(split_part('&' || coalesce(query, ''), '&environment=', 2), '&', 1), '')"
 
 
-def _what(profile: str, rules: Rules, qenv: str) -> dict[str, str]:
+def _what(profile: str, rules: Rules, qenv: str, parsed: str | None = None) -> dict[str, str]:
     """environment, indirector, resource, route, __node (agent name), __gn (its group index):
-    all functions of the request itself (path, vhost and the columns rules read)."""
+    all functions of the request itself (path, vhost and the columns rules read).
+    `parsed`: see _puppet_exprs."""
     if profile not in PROFILES:
         raise LoganError(f"profile must be one of {PROFILES} (resolve 'auto' with detect_profile)")
     exprs = _generic_exprs()
     if profile == "puppet":
-        exprs = _puppet_exprs(exprs, qenv)
+        exprs = _puppet_exprs(exprs, qenv, parsed)
     for target in RULE_TARGETS:
         exprs[target] = _apply_rules(target, rules.rules, exprs[target])
     exprs["__gn"] = _group_index_sql(rules.groups, f"({exprs['__node']})", addresses=False)
@@ -501,6 +525,7 @@ def classified_sql(
     rules: Rules | str | Path | None = None,
     trusted_proxies: Sequence[str] = (),
     keyed: tuple[str, list[str], list[str]] | None = None,
+    cache: str | None = None,
 ) -> str:
     """SELECT every column of `relation` (a subquery without classification columns) plus
     the six classification columns, equal to classification_exprs row by row.
@@ -516,6 +541,10 @@ def classified_sql(
     lines of a batch and their path, vhost and query. The answers are then joined back on
     `columns`, and `relation` is not materialized (without trusted proxies and groups);
     the `carried` columns (functions of `columns` alone) come from the key's row too.
+
+    `cache` (with `keyed`): the table of a ClassCache, filled with the classification of
+    every key of `keyed` (ClassCache.fill_sql): the answers are looked up there instead of
+    computed, so a key seen in an earlier batch costs a join, not the regexes.
     """
     rules = load_rules(rules) if rules is not None else Rules()
     what = _what(profile, rules, _QUERY_ENV)
@@ -543,8 +572,17 @@ def classified_sql(
         else "__r.*, "
     )
     w_all = ", ".join([*keys, *carried])
+    w_from = f"({w_src})"
+    if cache is not None and keyed is not None and not a_cte:
+        cached = ClassCache(cache, profile, rules)
+        w_all = ", ".join(f"__k.{c}" for c in [*keys, *carried])
+        w_cols = ", ".join(f"__c.{c}" for c in (*RULE_TARGETS, "__node", "__gn"))
+        w_from = (
+            f"(SELECT *, {cached.key_select()} FROM ({w_src})) AS __k "
+            f"LEFT JOIN {cache} AS __c ON {cached.on('__k', '__c')}"
+        )
     return f"""
-WITH {cte}__w AS (SELECT {w_all}, {w_cols} FROM ({w_src})){a_cte}
+WITH {cte}__w AS (SELECT {w_all}, {w_cols} FROM {w_from}){a_cte}
 SELECT {r_cols}{", ".join(f"__w.{c}" for c in RULE_TARGETS)},
   coalesce(__w.__node, {addr}) AS requester,
   {_group_name_sql(rules.groups, "__w.__gn", by_addr)} AS requester_group
@@ -565,6 +603,59 @@ def key_columns(profile: str, rules: Rules | str | Path | None = None) -> list[s
         # path, so its regex too runs once per distinct key (per row: 10% of a batch).
         keys.append("query")
     return keys
+
+
+@dataclass(frozen=True)
+class ClassCache:
+    """The classification of every key an ingest has met, in a table of its own, so each
+    batch runs the profile's regexes only over keys no earlier batch had. Real logs repeat
+    their paths across batches (a Puppet master serves the same module files all day): on
+    a log of varied paths the regexes ran over a quarter of each batch's rows before.
+
+    A Puppet key holds the query's environment parameter, not the query, whose other
+    parameters (a transaction id per request) would make every catalog request a key."""
+
+    table: str
+    profile: str
+    rules: Rules
+
+    def keys(self) -> dict[str, str]:
+        """Key column -> its SQL over a row (path, vhost, the columns rules read...)."""
+        out = {c: c for c in key_columns(self.profile, self.rules)}
+        if self.profile == "puppet" and not any(r.column == "query" for r in self.rules.rules):
+            del out["query"]
+            out["__env"] = _QUERY_ENV
+        return {f"__key_{c.strip('_')}": sql for c, sql in out.items()}
+
+    def key_select(self) -> str:
+        return ", ".join(f"{sql} AS {name}" for name, sql in self.keys().items())
+
+    def on(self, left: str, right: str) -> str:
+        return " AND ".join(f"{left}.{k} IS NOT DISTINCT FROM {right}.{k}" for k in self.keys())
+
+    def create_sql(self) -> str:
+        names = ", ".join(f"{k} VARCHAR" for k in self.keys())
+        answers = ", ".join(f"{c} VARCHAR" for c in (*RULE_TARGETS, "__node")) + ", __gn INTEGER"
+        return f"CREATE OR REPLACE TEMP TABLE {self.table} ({names}, {answers})"
+
+    def fill_sql(self, keys_sql: str) -> str:
+        """INSERT the classification of the keys of `keys_sql` (rows with the key columns)
+        that the table does not hold yet."""
+        keys = self.keys()
+        qenv = "__key_env" if "__key_env" in keys else _QUERY_ENV
+        # the profile's expressions read the key columns by their own names
+        named = ", ".join(f"{name} AS {name.removeprefix('__key_')}" for name in keys if name != "__key_env")
+        puppet = self.profile == "puppet"  # its path parsed once, in a layer of its own
+        what = _what(self.profile, self.rules, qenv, "__pp" if puppet else None)
+        answers = ", ".join(f"{what[c]} AS {c}" for c in (*RULE_TARGETS, "__node", "__gn"))
+        new = (
+            f"SELECT *, {named} FROM (SELECT DISTINCT {self.key_select()} FROM ({keys_sql})) AS __n"
+            f" WHERE NOT EXISTS (SELECT 1 FROM {self.table} AS __c WHERE {self.on('__n', '__c')})"
+        )
+        return (
+            f"INSERT INTO {self.table} SELECT {', '.join(keys)}, {answers} FROM ("
+            f"SELECT *{f', {puppet_parse_sql()} AS __pp' if puppet else ''} FROM ({new}))"
+        )
 
 
 def _per_client(rules: Rules, trusted_proxies: Sequence[str]) -> tuple[str, str, str, str]:
@@ -620,5 +711,6 @@ def reclassify(
         " WHERE r.rowid = c.__rowid"
     )
     con.execute("DROP TABLE logan_classified")
+    con.execute("DELETE FROM routes")  # every route is new: learn their templates again
     collapse_routes(con)
     return con.execute("SELECT count(*) FROM requests").fetchone()[0]

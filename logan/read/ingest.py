@@ -6,6 +6,7 @@ and rejects commit together, so an interrupted ingest never leaves half a batch.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from collections import Counter
@@ -20,15 +21,24 @@ import pyarrow as pa
 from logan import schema
 from logan.errors import LoganError
 from logan.read import detect, events, native, rows
+from logan.read.classify import (
+    ClassCache,
+    Rules,
+    classified_sql,
+    collapse_routes,
+    detect_profile,
+    key_columns,
+    load_rules,
+)
 from logan.read.compile import CompiledFormat, compile_format
 from logan.read.dialects import resolve_format
 from logan.read.sources import DEFAULT_BLOCK, ROW_GROUP, Batch, Prepare, Source, expand, read_batches
 from logan.store import Store, filter_pushdown, open_store, stored_columns
 
 # DuckDB's memory during an ingest into a file: enough for a block's batch in flight (the
-# same speed as without a limit on a 5 GB log), small enough that RSS stays flat. The
-# classifier holds a whole batch at once: at 256 MB it spilled and ran 1.4x slower.
-INGEST_MEMORY = {"plain": "256MB", "classified": "512MB"}
+# same speed as without a limit on a 5 GB log), small enough that RSS stays flat (the
+# classifier works on a batch's distinct request lines, not on the batch).
+INGEST_MEMORY = "256MB"
 
 # A store made for one report keeps these too: an event's syslog header has no year, which
 # the rows around it give (logan/read/events.py).
@@ -138,13 +148,11 @@ def ingest(
     started = time.perf_counter()
     # DuckDB pushes our WHERE clauses below the projections that compute the split pieces,
     # inlining `string_split(line, '"')` once per use: parsing ran 1.7x slower with it on.
-    st.con.execute("SET disabled_optimizers = 'filter_pushdown'")
+    st.con.execute("SET disabled_optimizers = 'filter_pushdown,build_side_probe_side'")
     if st.path != ":memory:":
         # DuckDB keeps written blocks cached up to 80% of RAM by default: RSS then grows
         # with the input (1.5 GB for a 5 GB log). Written blocks can be read back instead.
-        st.con.execute(
-            f"SET memory_limit = '{INGEST_MEMORY['plain' if profile == 'none' else 'classified']}'"
-        )
+        st.con.execute(f"SET memory_limit = '{INGEST_MEMORY}'")
     try:
         for src in sources:
             summary.sources.append(
@@ -163,16 +171,19 @@ def ingest(
                     None if columns is None else frozenset(columns) | _KEPT_FOR_EVENTS,
                 )
             )
+        if summary.profile in ("puppet", "generic"):
+            # Route words that vary a lot under one prefix (/tags/{name}) show only across
+            # rows: fold them now that the new rows are in (the Puppet profile gives the
+            # routes of non-Puppet paths the generic way).
+            collapse_routes(st.con, since_ingest=min((s.ingest_id or 0 for s in summary.sources), default=0))
+        if st.path != ":memory:":
+            # Written now, under the memory limit: the checkpoint DuckDB makes at close
+            # would run without it (3.2 GB for a 1 GB log of varied paths), and the time
+            # it takes belongs to the ingest's.
+            st.con.execute("CHECKPOINT")
     finally:
         st.con.execute("RESET disabled_optimizers")
         st.con.execute("RESET memory_limit")
-    if summary.profile in ("puppet", "generic"):
-        # Route words that vary a lot under one prefix (/tags/{name}) show only across
-        # rows: fold them now that the new rows are in (the Puppet profile gives the
-        # routes of non-Puppet paths the generic way).
-        from logan.read.classify import collapse_routes
-
-        collapse_routes(st.con)
     summary.seconds = time.perf_counter() - started
     _finish_summary(st, summary)
     summary.store = st
@@ -217,15 +228,20 @@ def _ingest_source(
                 out = SourceSummary(src.label, cf.label, detected, ingest_id=ingest_id)
                 resolved = _resolve_profile(profile, st, batch, cf)
                 summary.profile = summary.profile or resolved
-                classification = _classification(resolved, rules, trusted_proxies)
+                classification = _classification(resolved, rules, trusted_proxies, f"__classes_{ingest_id}")
                 classified = classification is not None
                 plan = native.plan(cf, *rows.fields_read(cf, classified, keep), tz)
+                keyed = rows.key_fields(cf, classification)
+                if plan is not None and len(keyed) == 1 and keyed[0] not in plan.numbers:
+                    plan = dataclasses.replace(plan, keyed=keyed[0])
                 reading = _Reading(cf, plan, tz, classification, keep, src.label, ingest_id)
                 st.ensure_columns(rows.stored_columns(cf, classified, keep))
                 summary.tz_assumed |= _has_local_time(cf)
                 reading.row = _IngestRow(
                     [ingest_id, src.label, cf.dialect.name, cf.label, batch.first_line, started_at], t0
                 )
+                if classification is not None and classification.setup is not None:
+                    st.con.execute(classification.setup)
                 if plan is not None:
                     cursor = st.con.cursor()
                 prepare.start(functools.partial(native.read_batch, cursor, cf, plan) if plan else None)
@@ -241,6 +257,7 @@ def _ingest_source(
         batches.close()  # the reader thread is done with the cursor
         if cursor is not None:
             cursor.close()
+        st.con.execute(f"DROP TABLE IF EXISTS __classes_{ingest_id}")
     if out is None:  # an empty input: its row says so
         out = SourceSummary(src.label, fmt, ingest_id=ingest_id)
         empty = _IngestRow([ingest_id, src.label, dialect, fmt, 1, started_at], t0)
@@ -268,13 +285,27 @@ class _Reading:
         split's over __batch; None when the format allows no split."""
         return self.plan.sql("__raw") if self.plan is not None else self.cf.fast_raw_sql("__batch")
 
+    @property
+    def keys_rel(self) -> str | None:
+        """The keyed texts the C split's reader numbered (registered as __raw_keys)."""
+        return "__raw_keys" if self.plan is not None and self.plan.keyed is not None else None
+
     @functools.cached_property
     def fast_insert(self) -> str:
         """The INSERT of what `fast` reads: the same for every batch, made once (6 ms)."""
         assert self.fast is not None
         p = self.plan
         checked, numbers = (p.checked, p.numbers) if p is not None else (frozenset(), frozenset())
-        return rows.insert_sql(self.cf, self.fast, self.tz, self.classification, self.keep, checked, numbers)
+        return rows.insert_sql(
+            self.cf, self.fast, self.tz, self.classification, self.keep, checked, numbers, self.keys_rel
+        )
+
+    @functools.cached_property
+    def fast_prepare(self) -> list[tuple[str, bool]]:
+        """The statements run before fast_insert: the classification of new keys, when it
+        is cached across batches."""
+        assert self.fast is not None
+        return rows.prepare_sql(self.cf, self.fast, self.tz, self.classification, self.keys_rel)
 
     @property
     def params(self) -> dict:
@@ -325,22 +356,30 @@ def _choose_format(
 def _resolve_profile(profile: str, st: Store, batch: Batch, cf: CompiledFormat) -> str:
     if profile != "auto":
         return profile
-    try:
-        from logan.read.classify import detect_profile
-    except ImportError:
-        return "none"
     paths = detect.sample_paths(st, batch.table, cf)
     return detect_profile(paths)
 
 
-def _classification(profile: str, rules: object | None, trusted: Sequence[str]) -> rows.Classifier:
+def _classification(
+    profile: str, rules: object | None, trusted: Sequence[str], cache: str
+) -> rows.Classifier:
+    """The profile bound to its rules; its answers cached in the table `cache` across the
+    batches of a source, unless requesters are classified too (trusted proxies, groups:
+    then each batch is classified whole)."""
     if profile == "none":
         return None
-    from logan.read.classify import classified_sql, key_columns
-
+    bound = load_rules(rules) if rules is not None else Rules()  # type: ignore[arg-type]
+    keys = tuple(key_columns(profile, bound))
+    if trusted or bound.groups:
+        return rows.Classification(
+            lambda rel, keyed=None: classified_sql(rel, profile, bound, trusted, keyed), keys
+        )
+    cached = ClassCache(cache, profile, bound)
     return rows.Classification(
-        lambda rel, keyed=None: classified_sql(rel, profile, rules, trusted, keyed),  # type: ignore[arg-type]
-        tuple(key_columns(profile, rules)),  # type: ignore[arg-type]
+        lambda rel, keyed=None: classified_sql(rel, profile, bound, trusted, keyed, cache if keyed else None),
+        keys,
+        cached.create_sql(),
+        cached.fill_sql,
     )
 
 
@@ -359,14 +398,20 @@ def _ingest_batch(st: Store, r: _Reading, batch: Batch, out: SourceSummary, summ
     con.register("__batch", table)
     params = r.params
     if r.plan is not None:
-        raw = batch.parsed if batch.parsed is not None else native.read_batch(con, cf, r.plan, batch)
-        con.register("__raw", raw)
+        read = batch.parsed
+        if not isinstance(read, native.Read):  # the reader thread did not prepare it
+            read = native.read_batch(con, cf, r.plan, batch)
+        con.register("__raw", read.raw)
+        if read.keys is not None:
+            con.register("__raw_keys", read.keys)
     fast = r.fast
     con.execute("BEGIN")
     try:
         row.begin(con)
         n_fast = 0
         if fast is not None:
+            for sql, bound in r.fast_prepare:
+                con.execute(sql, params if bound else None)
             n_fast = con.execute(r.fast_insert, params).fetchall()[0][0]
         n_slow = n_rej = n_events = 0
         if n_fast < batch.lines:
@@ -386,6 +431,7 @@ def _ingest_batch(st: Store, r: _Reading, batch: Batch, out: SourceSummary, summ
     finally:
         con.unregister("__batch")
         con.unregister("__raw")
+        con.unregister("__raw_keys")
     out.lines += batch.lines
     out.rows += n_fast + n_slow
     out.rejects += n_rej

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from logan import schema
 from logan.read.compile import CompiledFormat
+from logan.read.native import KEY_ID
 
 # What classification may read of a row (logan.read.classify: paths, rules, requesters).
 CLASSIFIER_READS = ("path", "query", "vhost", "method", "request", "user_agent", "client", "forwarded_for")
@@ -29,10 +30,11 @@ def typed_sql(
     with_reason: bool,
     checked: frozenset[str] = frozenset(),
     numbers: frozenset[str] = frozenset(),
+    carry: tuple[str, ...] = (),
 ) -> str:
     """SELECT line_no, line, <typed canonical columns>, __ok [, __reason] FROM (raw).
     `checked`: fields the C split checked itself (logan/read/native.py), left out of __ok;
-    `numbers`: fields of those it handed over as numbers."""
+    `numbers`: fields of those it handed over as numbers; `carry`: raw columns passed on."""
     assert numbers <= checked
     cols, checks = cf.typed(tz, numbers)
     checks = [(ok, r) for ok, r in checks if not _aliases(ok) <= checked]
@@ -44,7 +46,8 @@ def typed_sql(
         whens = " ".join(f"WHEN NOT coalesce({c}, false) THEN '{r}'" for c, r in checks)
         reason = f", {reason_sql('matched', whens)} AS __reason"
         ok = f"matched AND {ok}"
-    return f"SELECT line_no, line, {', '.join(parts)}, ({ok}) AS __ok{reason} FROM ({raw_sql})"
+    carried = "".join(f", {c}" for c in carry)
+    return f"SELECT line_no, line, {', '.join(parts)}{carried}, ({ok}) AS __ok{reason} FROM ({raw_sql})"
 
 
 def reason_sql(matched: str, whens: str = "") -> str:
@@ -148,9 +151,9 @@ def _aliases(*sql: str) -> set[str]:
     return set(re.findall(r"\bf\d+\b", " ".join(sql)))
 
 
-def derived_sql(cf: CompiledFormat, typed: str) -> str:
+def derived_sql(cf: CompiledFormat, typed: str, carry: tuple[str, ...] = ()) -> str:
     """Every column of `requests` except classification, from the typed projection (the
-    classifier reads any of them; the insert keeps only the stored ones)."""
+    classifier reads any of them; the insert keeps only the stored ones), and `carry`."""
     out = _derived_columns(cf)
     have = set(cf.typed("UTC")[0])
     # The filled columns, and NULL for those the classifier reads that the format lacks
@@ -169,7 +172,7 @@ def derived_sql(cf: CompiledFormat, typed: str) -> str:
         # that uses it (Varnish's %r is absolute: 1.7x slower without this).
         uri = _uri("__rq[2]")
         rel = f"SELECT *, {uri['target']} AS __target, {uri['host']} AS __host FROM ({rel})"
-    return f"SELECT {', '.join(cols)} FROM ({rel})"
+    return f"SELECT {', '.join([*cols, *carry])} FROM ({rel})"
 
 
 # (SQL of one row per distinct key, the typed columns to join on, columns to take from it)
@@ -179,10 +182,15 @@ Keyed = tuple[str, list[str], list[str]]
 @dataclass(frozen=True)
 class Classification:
     """A profile bound to its rules: `sql` turns the SQL of unclassified rows into that of
-    classified ones (logan.read.classify.classified_sql), reading `keys` of each row."""
+    classified ones (logan.read.classify.classified_sql), reading `keys` of each row.
+    When the answers are cached across batches (logan.read.classify.ClassCache), `setup`
+    makes the cache once, and `fill` gives the statement that classifies the new keys of a
+    batch's keyed relation."""
 
     sql: Callable[[str, Keyed | None], str]
     keys: tuple[str, ...]
+    setup: str | None = None
+    fill: Callable[[str], str] | None = None
 
 
 # None leaves the classification columns NULL.
@@ -197,34 +205,86 @@ def insert_sql(
     keep: Keep = None,
     checked: frozenset[str] = frozenset(),
     numbers: frozenset[str] = frozenset(),
+    keys_rel: str | None = None,
 ) -> str:
-    derived = derived_sql(cf, typed_sql(cf, raw_sql, tz, False, checked, numbers))
-    return _insert(cf, derived, classify, keep, _keyed(cf, raw_sql, tz, classify))
+    """The INSERT of the rows a split reads (`raw_sql`). `keys_rel`: the distinct texts of
+    the keyed field, numbered (native.Read.keys), when `raw_sql` carries those numbers."""
+    carry = (KEY_ID,) if keys_rel is not None else ()
+    derived = derived_sql(cf, typed_sql(cf, raw_sql, tz, False, checked, numbers, carry), carry)
+    keyed = _keyed(cf, raw_sql, tz, classify, keys_rel)
+    if keyed is not None and _cached(classify) and keys_rel is None:
+        keyed = (f"SELECT * FROM {KEYS_TABLE}", *keyed[1:])  # made by prepare_sql
+    return _insert(cf, derived, classify, keep, keyed)
 
 
-def _keyed(cf: CompiledFormat, raw_sql: str, tz: str, classify: Classifier) -> Keyed | None:
+# A batch's keys (its distinct request lines and what follows from them), when the
+# classification is cached and the keys come from a DISTINCT in SQL: read by the cache's
+# fill and by the insert, made once. Keys the C split's reader numbered are few rows
+# already and are read twice instead (storing them cost more than reading them again).
+KEYS_TABLE = "__batch_keys"
+
+
+def _cached(classify: Classifier) -> bool:
+    return classify is not None and classify.fill is not None
+
+
+def prepare_sql(
+    cf: CompiledFormat, raw_sql: str, tz: str, classify: Classifier, keys_rel: str | None = None
+) -> list[tuple[str, bool]]:
+    """The statements to run before insert_sql's, when the classification is cached: the
+    classification of the batch's keys that the cache lacks (after the keys are made into
+    KEYS_TABLE, unless `keys_rel` has them). With each, whether it takes the batch's
+    parameters."""
+    keyed = _keyed(cf, raw_sql, tz, classify, keys_rel)
+    if keyed is None or not _cached(classify):
+        return []
+    assert classify is not None and classify.fill is not None
+    if keys_rel is not None:
+        return [(classify.fill(keyed[0]), True)]
+    made = f"CREATE OR REPLACE TEMP TABLE {KEYS_TABLE} AS {keyed[0]}"
+    return [(made, True), (classify.fill(f"SELECT * FROM {KEYS_TABLE}"), False)]
+
+
+def key_fields(cf: CompiledFormat, classify: Classifier) -> list[str]:
+    """The raw fields (f0, f1...) whose texts classification keys on: the request line, and
+    the vhost field where the format has one."""
+    if classify is None:
+        return []
+    typed, _ = cf.typed("UTC")
+    return sorted(_aliases(*(typed[t] for t in _typed_sources(cf, classify.keys))))
+
+
+def _keyed(
+    cf: CompiledFormat, raw_sql: str, tz: str, classify: Classifier, keys_rel: str | None = None
+) -> Keyed | None:
     """For classify's `keyed`: the distinct raw texts of the fields its key columns come
-    from (a batch's request lines), read like rows; the typed columns to join on; and the
+    from (a batch's request lines), read like rows; the columns to join on; and the
     derived columns that follow from those alone (method, path, query...: taken from the
-    key's row instead of cut out of every row's request line)."""
+    key's row instead of cut out of every row's request line). With `keys_rel` (the texts
+    numbered by the C split's reader) the keys are its rows and the join is on their
+    number; else a DISTINCT over `raw_sql` makes them and the join is on the typed texts."""
     if classify is None:
         return None
-    typed, _ = cf.typed(tz)
     on = sorted(_typed_sources(cf, classify.keys))
-    fields = sorted(_aliases(*(typed[t] for t in on)))
+    fields = key_fields(cf, classify)
     if not on or not fields:
         return None
     others = ", ".join(f"CAST(NULL AS VARCHAR) AS {f.alias}" for f in cf.fields if f.alias not in fields)
-    distinct = (
-        f"SELECT 0 AS line_no, '' AS line, {', '.join(fields)}{', ' + others if others else ''} "
-        f"FROM (SELECT DISTINCT {', '.join(fields)} FROM ({raw_sql}))"
-    )
+    others = f", {others}" if others else ""
     every = frozenset(f.alias for f in cf.fields)  # no check: a key's row is never stored
-    keys_sql = derived_sql(cf, typed_sql(cf, distinct, tz, with_reason=False, checked=every))
+    if keys_rel is not None:
+        rows = f"SELECT 0 AS line_no, '' AS line, {', '.join(fields)}{others}, {KEY_ID} FROM {keys_rel}"
+        typed = typed_sql(cf, rows, tz, with_reason=False, checked=every, carry=(KEY_ID,))
+        keys_sql, join_on = derived_sql(cf, typed, (KEY_ID,)), [KEY_ID]
+    else:
+        texts = f"SELECT DISTINCT {', '.join(fields)} FROM ({raw_sql})"
+        distinct = f"SELECT 0 AS line_no, '' AS line, {', '.join(fields)}{others} FROM ({texts})"
+        keys_sql = derived_sql(cf, typed_sql(cf, distinct, tz, with_reason=False, checked=every))
+        join_on = on
     derived = _derived_columns(cf)
     sources = {c: _typed_sources(cf, [c]) for c in schema.REQUEST_COLUMNS if c in derived and c not in on}
     carried = [c for c, made_of in sources.items() if made_of and made_of <= set(on)]
-    return keys_sql, on, carried
+    return keys_sql, join_on, carried
 
 
 def _insert(
