@@ -1,4 +1,12 @@
-"""Errors a user can act on: the CLI prints their message, never a traceback."""
+"""Errors a user can act on, and the exit statuses of the `logan` command.
+
+The CLI prints an error's message on one line, never a traceback (docs/reliability.md).
+"""
+
+EXIT_OK = 0
+EXIT_FAILURE = 1  # logan could not finish: the store cannot be written, the disk is full
+EXIT_USAGE = 2  # a bad option, or input logan cannot read: nothing, or nothing more, was done
+EXIT_PARTIAL = 3  # done, but part of the input was skipped or rejected past the allowed share
 
 
 class LoganError(ValueError):

@@ -15,14 +15,16 @@ _UNITS_US = {"us": 1, "µs": 1, "ms": 1_000, "s": 1_000_000, "m": 60_000_000, "m
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|µs|ms|s|min|m|h|d|w)\s*$")
 
 
-def parse_duration(text: str) -> int:
-    """'500ms', '1.5s', '24h', '250us' -> microseconds. A bare number is milliseconds."""
+def parse_duration(text: str, option: str = "") -> int:
+    """'500ms', '1.5s', '24h', '250us' -> microseconds. A bare number is milliseconds.
+    `option`: the option it came from, named in the error."""
     text = str(text).strip()
     if re.fullmatch(r"\d+(?:\.\d+)?", text):
         return round(float(text) * 1_000)
     m = DURATION.match(text)
     if not m:
-        raise LoganError(f"not a duration: {text!r} (use e.g. 500ms, 2s, 24h)")
+        where = f"{option}: " if option else ""
+        raise LoganError(f"{where}not a duration: {text!r} (use e.g. 500ms, 2s, 24h)")
     return round(float(m.group(1)) * _UNITS_US[m.group(2)])
 
 

@@ -24,7 +24,7 @@ ALLOWED = {
     "show": {"top", "read", "answer"},  # an ingest's summary is shown too
     "engines": {"top", "read", "answer"},  # the same reading and views on Spark
     "nightly": {"top", "read", "answer", "show"},
-    "cli": {"top", "read", "answer", "show", "engines", "nightly"},
+    "cli": {"api", "top", "read", "answer", "show", "engines", "nightly"},
     "api": {"top", "read", "answer", "show", "engines", "nightly"},
 }
 

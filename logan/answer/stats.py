@@ -13,7 +13,8 @@ with it (units, filters, views) under the names they have always had.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -31,7 +32,7 @@ from logan.answer.views import (
     run_records,
 )
 from logan.errors import LoganError
-from logan.units import format_bytes, format_count, format_us, missing, parse_duration
+from logan.units import DURATION, format_bytes, format_count, format_us, missing, parse_duration
 
 if TYPE_CHECKING:  # imported where a DataFrame is made: 0.4 s the CLI need not spend
     import pandas as pd
@@ -39,7 +40,8 @@ if TYPE_CHECKING:  # imported where a DataFrame is made: 0.4 s the CLI need not 
 __all__ = [
     # answers
     "SORTS", "TIMERS", "STAT_COLUMNS", "VIEWS", "stats", "stats_records", "view", "named_view",
-    "named_records", "view_question", "columns_read", "summary", "headline",
+    "named_records", "view_question", "columns_read", "summary", "headline", "answer", "Answer",
+    "check_options", "window_note",
     # the helpers notebooks use with them
     "DIMENSIONS", "Records", "create_views", "dimension_columns", "query_sql", "run_records",
     "filter_sql", "parse_status", "parse_time", "parse_duration", "format_bytes", "format_count",
@@ -248,3 +250,69 @@ def headline(
         f"{text}\n{label}: {top['share']:.0%} of all server time, "
         f"{format_count(top['requests'])} requests, p99 {format_us(top['p99_us'])}."
     )
+
+
+def window_note(con: duckdb.DuckDBPyConnection, now: datetime | None = None, **filters) -> str:
+    """What a relative --since/--until (24h) was counted from, and a warning when that is
+    long before `now`: a nightly run whose logs stopped arriving would otherwise report
+    the last day that had requests as if it were yesterday."""
+    relative = [
+        k for k in ("since", "until") if isinstance(filters.get(k), str) and DURATION.match(filters[k])
+    ]
+    if not relative:
+        return ""
+    newest = con.execute("SELECT max(ts_start) FROM requests").fetchall()[0][0]
+    if newest is None:
+        return ""
+    said = " and ".join(f"--{k} {filters[k].strip()}" for k in relative)
+    note = f"{said} counted back from the newest request, {newest:%Y-%m-%d %H:%M} UTC."
+    now = (now or datetime.now(UTC)).replace(tzinfo=None)
+    if now - newest > timedelta(days=1):
+        note += f" Warning: that is {format_us((now - newest).total_seconds() * 1e6)} before now."
+    return note
+
+
+@dataclass
+class Answer:
+    """A `logan stats` answer: the table, and for people the headline over it and the
+    number of requests it covers."""
+
+    table: Records
+    headline: str = ""
+    requests: int = 0
+
+
+def check_options(by: Sequence[str] | str, sort: str, view: str | None, slo_us: int | None) -> None:
+    """The options of answer(), checked before any log is read."""
+    dimension_columns(by)
+    if sort not in SORTS:
+        raise LoganError(f"unknown --sort {sort!r}; use one of {', '.join(SORTS)}")
+    if view is not None and view not in VIEWS:
+        raise LoganError(f"unknown --view {view!r}; use one of {', '.join(VIEWS)}")
+    if view == "apdex" and slo_us is None:
+        raise LoganError("--view apdex needs --slo, e.g. --slo 500ms")
+
+
+def answer(
+    con: duckdb.DuckDBPyConnection,
+    by: Sequence[str] | str = ("indirector",),
+    sort: str = "total",
+    top: int | None = 20,
+    view: str | None = None,
+    slo_us: int | None = None,
+    with_headline: bool = False,
+    **filters,
+) -> Answer:
+    """What `logan stats` shows: stats_records(), or named_records(view); with the headline
+    (for people) when asked."""
+    check_options(by, sort, view, slo_us)
+    if view is not None:
+        return Answer(named_records(con, view, by=by, top=top, slo_us=slo_us, **filters))
+    table = stats_records(con, by=by, sort=sort, top=top, slo_us=slo_us, **filters)
+    if not with_headline:
+        return Answer(table)
+    totals = summary(con, **filters)
+    # the table is the headline's ranking when it is sorted by total time
+    head = headline(con, by=by, table=table if sort == "total" else None, totals=totals, **filters)
+    note = window_note(con, **filters)
+    return Answer(table, f"{head}\n{note}" if note else head, totals["requests"])

@@ -126,8 +126,11 @@ class Records:
     5 M rows); the library hands out `.frame()`, a DataFrame.
     """
 
-    def __init__(self, columns: list[str], types: list[str], rows: list[dict[str, Any]]):
+    def __init__(
+        self, columns: list[str], types: list[str], rows: list[dict[str, Any]], total: int | None = None
+    ):
         self.columns, self.types, self.rows = columns, types, rows
+        self.total = len(rows) if total is None else total  # rows before a `top` cut them
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -135,7 +138,7 @@ class Records:
     def without(self, drop: Sequence[str]) -> Records:
         keep = [(c, t) for c, t in zip(self.columns, self.types, strict=True) if c not in drop]
         return Records([c for c, _ in keep], [t for _, t in keep],
-                       [{c: r[c] for c, _ in keep} for r in self.rows])  # fmt: skip
+                       [{c: r[c] for c, _ in keep} for r in self.rows], self.total)  # fmt: skip
 
     def frame(self) -> pd.DataFrame:
         import pandas as pd
@@ -165,7 +168,11 @@ def run_records(
     for r in rows:  # DECIMAL comes back as decimal.Decimal: a fraction is a float here
         for c in decimals:
             r[c] = None if r[c] is None else float(r[c])
-    return Records(columns, types, rows)
+    found = Records(columns, types, rows)
+    if ROWS_BEFORE_TOP in columns:  # see ordered()
+        found = found.without([ROWS_BEFORE_TOP])
+        found.total = rows[0][ROWS_BEFORE_TOP] if rows else 0
+    return found
 
 
 def _narrowed(con: duckdb.DuckDBPyConnection, sql: str, where: str) -> str:
@@ -198,9 +205,15 @@ def _tidy(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+# How many rows an answer had before `top` cut it ("20 of 798 shown"): a column run_records
+# takes off into Records.total.
+ROWS_BEFORE_TOP = "__rows_before_top"
+
+
 def ordered(sql: str, keys: Sequence[tuple[str, bool]], top: int | None) -> tuple[str, list]:
     """The rows of `sql` ordered by (column, descending) keys, NULLs last, cut to `top`.
     The column names come from the whitelists of this module."""
     order = ", ".join(f"{c} {'DESC' if desc else 'ASC'} NULLS LAST" for c, desc in keys)
     limit, params = (" LIMIT ?", [top]) if top else ("", [])
-    return f"SELECT * FROM (\n{sql}\n) AS ranked ORDER BY {order}{limit}", params
+    counted = f"*, count(*) OVER () AS {ROWS_BEFORE_TOP}"
+    return f"SELECT {counted} FROM (\n{sql}\n) AS ranked ORDER BY {order}{limit}", params

@@ -1,21 +1,34 @@
 """The `logan` command: one thin module per command over the library (logan.read,
-logan.answer) and its outputs (logan.show). A LoganError is printed as one line, exit 2.
+logan.answer) and its outputs (logan.show).
+
+Whatever goes wrong ends in one line on stderr and an exit status (docs/reliability.md):
+0 done, 1 failed (a store that cannot be written, the disk full...), 2 a usage error or
+input logan cannot read, 3 done in part (some input skipped or rejected past the limit).
 """
 
 from __future__ import annotations
 
-import typer
-from rich.text import Text
+import os
+import sys
 
+import duckdb
+import typer
+from typer._click.exceptions import NoArgsIsHelpError, UsageError
+
+from logan import __version__
 from logan.cli.formats import formats_command
 from logan.cli.ingest import ingest_command
 from logan.cli.sql import sql_command
 from logan.cli.stats import stats_command
-from logan.errors import LoganError
-from logan.show.console import err
+from logan.errors import EXIT_FAILURE, EXIT_USAGE, LoganError
+from logan.show.console import err, say_error
 
 app = typer.Typer(
-    add_completion=False, no_args_is_help=True, help="Where does the time go? Web-server logs into DuckDB."
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    help="Where does the time go? Web-server access logs into DuckDB, broken down by endpoint.",
 )
 app.command("ingest")(ingest_command)
 app.command("stats")(stats_command)
@@ -23,12 +36,41 @@ app.command("sql")(sql_command)
 app.command("formats")(formats_command)
 
 
-def main() -> None:
+def _version(show: bool) -> None:
+    if show:
+        print(f"logan {__version__} (DuckDB {duckdb.__version__})")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="the version"),
+) -> None:
+    """Where does the time go? Web-server access logs into DuckDB, broken down by endpoint."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the command line; exit with its status (see the module's docstring)."""
     try:
-        app()
+        status = app(argv, standalone_mode=False)
+    except NoArgsIsHelpError as exc:
+        print(exc.ctx.get_help() if exc.ctx else "logan --help")
+        status = 0
+    except UsageError as exc:
+        say_error(exc.format_message())
+        status = EXIT_USAGE
     except LoganError as exc:
-        err.print(Text(f"logan: {exc}", style="red"))
-        raise SystemExit(2) from None
+        say_error(str(exc))
+        status = EXIT_USAGE
+    except KeyboardInterrupt:
+        status = 130
+    except (duckdb.Error, OSError) as exc:  # the store or the disk, not the user's input
+        if os.environ.get("LOGAN_DEBUG"):
+            raise
+        say_error(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        status = EXIT_FAILURE
+    err.file.flush()
+    sys.exit(status if isinstance(status, int) else 0)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ import typer
 from logan.answer.filters import filter_sql
 from logan.answer.inputs import ReadOptions
 from logan.errors import LoganError
+from logan.show.console import Fit
+from logan.show.writers import OUTPUTS, Output
 
 FilesArg = Annotated[list[str] | None, typer.Argument(help="log files to read into a temporary store")]
 StoreOpt = Annotated[Path | None, typer.Option("--db", help="DuckDB store file")]
@@ -24,6 +26,18 @@ EnvOpt = Annotated[list[str] | None, typer.Option(help="environment (repeatable)
 MethodOpt = Annotated[list[str] | None, typer.Option(help="HTTP method (repeatable)")]
 StatusOpt = Annotated[str | None, typer.Option(help="5xx, 404, 4xx,503, 500-504")]
 PathOpt = Annotated[str | None, typer.Option("--path", help="path glob, e.g. '/api/*'")]
+
+OutputOpt = Annotated[str, typer.Option("--output", "-o", help=" | ".join(OUTPUTS))]
+OutFileOpt = Annotated[Path | None, typer.Option("--out", help="file for --output parquet")]
+TopOpt = Annotated[
+    int | None,
+    typer.Option(min=0, help="rows to show (0: all); default 20 in a table, all in csv/json/parquet"),
+]
+WideOpt = Annotated[bool, typer.Option("--wide", help="every column, however wide the terminal")]
+ColumnsOpt = Annotated[
+    str | None, typer.Option("--columns", help="the columns to show besides the groups, e.g. 'p99,max,bytes'")
+]
+RawOpt = Annotated[bool, typer.Option("--raw", help="CSV cells as logged (no formula guard, no escapes)")]
 
 FormatOpt = Annotated[
     str,
@@ -45,6 +59,19 @@ NginxConfOpt = Annotated[Path | None, typer.Option(help="read the format from th
 LogFormatNameOpt = Annotated[
     str | None, typer.Option(help="the log_format name in --nginx-conf (default: combined)")
 ]
+
+
+def output(form: str, out: Path | None, wide: bool, columns: str | None, raw: bool) -> Output:
+    """The output options as logan.show.writers takes them."""
+    chosen = tuple(c.strip() for c in columns.split(",") if c.strip()) if columns else ()
+    return Output(form, out, Fit(wide, chosen), raw)
+
+
+def top(top: int | None, output: Output) -> int | None:
+    """--top: 20 rows for people unless asked, every row for programs unless asked."""
+    if top is None:
+        return 20 if output.human else None
+    return top or None
 
 
 def filters(

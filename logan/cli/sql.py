@@ -1,4 +1,4 @@
-"""`logan sql`: ad-hoc SQL against a store, the answer as a table, CSV or JSON."""
+"""`logan sql`: ad-hoc SQL against a store, written like every other answer."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from logan.cli import options as opt
 from logan.errors import LoganError
 from logan.show.writers import write_frame
 from logan.store import open_store
@@ -15,11 +16,16 @@ from logan.store import open_store
 def sql_command(
     query: Annotated[str, typer.Argument(help="SQL over requests, rejects, events, ingests")],
     db: Annotated[Path, typer.Option("--db", help="DuckDB store file")],
-    output: Annotated[str, typer.Option("--output", "-o", help="table | csv | json")] = "table",
+    output: opt.OutputOpt = "table",
+    out: opt.OutFileOpt = None,
+    wide: opt.WideOpt = False,
+    columns: opt.ColumnsOpt = None,
+    raw: opt.RawOpt = False,
 ) -> None:
-    """Ad-hoc SQL against a store."""
+    """Ad-hoc SQL against a store (read-only)."""
+    shown = opt.output(output, out, wide, columns, raw)
     if not db.exists():
-        raise LoganError(f"no store at {db}")
+        raise LoganError(f"--db: no store at {db}")
     store = open_store(db, read_only=True)
     try:
         df = store.sql(query)
@@ -27,4 +33,4 @@ def sql_command(
         raise LoganError(str(exc).splitlines()[0]) from exc
     finally:
         store.close()
-    write_frame(df, output)
+    write_frame(df, shown)

@@ -1,17 +1,23 @@
 """The terminal: answers on stdout, everything else (summaries, progress, errors) on stderr.
 
-Cells are rich Text, never markup: a `[bold]` or `[link=...]` from a log line is shown as
-written.
+Log content reaches the terminal as data: cells are rich Text, never markup (a `[bold]` or
+`[link=...]` from a log line is shown as written), and control characters are shown
+escaped (`inert`): an ESC from a user agent would otherwise recolour the terminal, retitle
+it (OSC) or worse.
 """
 
 from __future__ import annotations
 
+import re
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+from logan.errors import LoganError
 
 if TYPE_CHECKING:
     from logan.read.ingest import IngestSummary
@@ -20,25 +26,111 @@ if TYPE_CHECKING:
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True, highlight=False)
 
+# C0 and C1 controls, DEL, and the Unicode marks that reorder or hide text (bidirectional
+# overrides and isolates, as in "Trojan source"): never written as themselves.
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
-def print_table(cols: list[str], rows: list[list[str]], left: list[bool]) -> None:
-    """Cells as a terminal table: text columns fold, number columns stay whole on the right."""
+
+def inert(text: object) -> str:
+    """`text` with every control character written as an escape (\\x1b, \\n, \\u202e):
+    what a terminal, a spreadsheet or a Markdown renderer shows as text."""
+    return _CONTROLS.sub(lambda m: _NAMED.get(m.group(0)) or _escape(m.group(0)), str(text))
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def say(text: object, console: Console = out) -> None:
+    """A line (or lines) of text from an answer, control characters escaped."""
+    console.print(Text("\n".join(inert(line) for line in str(text).split("\n"))))
+
+
+def say_error(message: str) -> None:
+    """The one line a failed command leaves on stderr."""
+    err.print(Text(f"logan: {inert(message)}", style="red"), soft_wrap=True)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """How a table meets a narrow terminal: `wide` prints every column however wide the
+    table gets; `columns` names the columns to print besides the ones that never give way."""
+
+    wide: bool = False
+    columns: tuple[str, ...] = ()
+
+
+def print_table(
+    cols: list[str],
+    rows: list[list[str]],
+    left: list[bool],
+    give: list[int] | None = None,
+    fit: Fit = Fit(),
+    footer: str = "",
+) -> None:
+    """Cells as a terminal table: text columns fold, number columns stay whole on the right.
+
+    `give` says how readily each column gives way to a narrow terminal (0: never; the
+    largest first): a number is never cut to fit, its column is left out, and a line under
+    the table says which and how to see them."""
+    give = give or [0] * len(cols)
+    cells = [[inert(v) for v in row] for row in rows]
+    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(cols)]
+    keep = _chosen(cols, give, fit)
+    hidden: list[str] = []
+    # rich's default box: a column is its text, a space each side and a rule
+    table_width = lambda shown: sum(widths[i] + 3 for i in shown) + 1  # noqa: E731
+    while not fit.wide and table_width(keep) > out.width:
+        droppable = [i for i in keep if give[i] > 0]
+        if not droppable:
+            break  # the text columns fold to fit
+        drop = max(droppable, key=lambda i: (give[i], i))
+        keep.remove(drop)
+        hidden.append(cols[drop])
     t = Table(show_lines=False)
-    for c, is_text in zip(cols, left, strict=True):
-        if is_text:
-            t.add_column(Text(c), overflow="fold")
+    for i in keep:
+        if left[i]:
+            t.add_column(Text(cols[i]), overflow="fold")
         else:
-            t.add_column(Text(c), justify="right", no_wrap=True)
-    for row in rows:
-        t.add_row(*[Text(v) for v in row])
-    out.print(t)
+            t.add_column(Text(cols[i]), justify="right", no_wrap=True, min_width=widths[i])
+    for row in cells:
+        t.add_row(*[Text(row[i]) for i in keep])
+    out.print(t, width=max(out.width, table_width(keep)) if fit.wide else None)
+    notes = [footer] if footer else []
+    if hidden:
+        notes.append(
+            f"left out to fit {out.width} columns: {', '.join(reversed(hidden))} "
+            "(--wide shows every column, --columns picks them)"
+        )
+    for note in notes:
+        out.print(Text(note, style="dim"))
+
+
+def _chosen(cols: list[str], give: list[int], fit: Fit) -> list[int]:
+    if not fit.columns:
+        return list(range(len(cols)))
+    unknown = [c for c in fit.columns if c not in cols]
+    if unknown:
+        raise LoganError(f"--columns {', '.join(unknown)}: not a column here; use {', '.join(cols)}")
+    return [i for i, c in enumerate(cols) if give[i] == 0 or c in fit.columns]
+
+
+def said_read(s: IngestSummary) -> None:
+    """One line on stderr after logs were read for an answer: lines, and what they became."""
+    parts = [f"{s.rows:,} requests" if s.rows else "no requests"]
+    parts += [f"{s.events:,} events"] if s.events else []
+    parts += [f"{s.rejects:,} rejected"] if s.rejects else []
+    profile = f" (profile {s.profile})" if s.profile else ""
+    say(f"read {s.lines:,} lines: {', '.join(parts)}{profile}", err)
 
 
 def print_ingest_summary(s: IngestSummary) -> None:
     """The closing summary of an ingest, on stderr (stdout stays for answers)."""
     for src in s.sources:
         if src.detected:
-            err.print(Text(f"{src.source}: {src.detected}"))
+            say(f"{src.source}: {src.detected}", err)
     t = Table(show_header=False, box=None, pad_edge=False)
     t.add_row("lines read", f"{s.lines:,}")
     t.add_row("requests", f"{s.rows:,}")
@@ -46,7 +138,7 @@ def print_ingest_summary(s: IngestSummary) -> None:
     if s.events:
         t.add_row("events", f"{s.events:,}")
     for reason, n in s.rejects_by_reason.items():
-        t.add_row(Text(f"  {reason}"), f"{n:,}")
+        t.add_row(Text(f"  {inert(reason)}"), f"{n:,}")
     bad = s.total("invalid_utf8")
     if bad:
         t.add_row("not UTF-8", f"{bad:,} lines kept, bytes written \\xhh")

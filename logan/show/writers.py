@@ -1,7 +1,9 @@
-"""Answers written for programs and documents: CSV, JSON, Parquet, Markdown.
+"""Answers written for programs and documents: CSV, JSON, Parquet, Markdown; and the one
+place every command's output goes through, so `logan sql` and `logan stats` write alike.
 
-Log content is data in every one: CSV cells cannot start a spreadsheet formula, Markdown has
-its special characters escaped, JSON is JSON.
+Log content is data in every one: CSV cells cannot start a spreadsheet formula and show
+control characters escaped (unless raw output is asked for), Markdown has its special
+characters escaped, JSON is JSON.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,51 +26,82 @@ if TYPE_CHECKING:  # pandas is imported only for the data outputs: 0.4 s a table
     from logan.answer.views import Records
 
 OUTPUTS = ("table", "csv", "json", "markdown", "parquet")
+HUMAN = ("table", "markdown")
 
 
-def write_data(table: Records, output: str, out: Path | None = None) -> None:
-    """The table as the library's DataFrame, for programs: parquet (to `out`), JSON or CSV."""
-    df = table.frame()
-    if output == "parquet":
-        df.to_parquet(out, index=False)
-        console.err.print(Text(f"wrote {len(df):,} rows to {out}"))
-    elif output == "json":
+@dataclass(frozen=True)
+class Output:
+    """Where and how an answer is written: the form (OUTPUTS), the file for Parquet, how a
+    table meets the terminal, and `raw` CSV (cells as logged: no apostrophe before a
+    formula, no escapes)."""
+
+    form: str = "table"
+    file: Path | None = None
+    fit: console.Fit = field(default_factory=console.Fit)
+    raw: bool = False
+
+    def __post_init__(self) -> None:
+        if self.form not in OUTPUTS:
+            raise LoganError(f"unknown --output {self.form!r}; use one of {', '.join(OUTPUTS)}")
+        if self.form == "parquet" and self.file is None:
+            raise LoganError("--output parquet needs --out FILE")
+
+    @property
+    def human(self) -> bool:
+        return self.form in HUMAN
+
+
+def write_data(table: Records, output: Output) -> None:
+    """The table as the library's DataFrame, for programs: parquet (to a file), JSON or CSV."""
+    write_frame_data(table.frame(), output)
+
+
+def write_frame_data(df: pd.DataFrame, output: Output) -> None:
+    if output.form == "parquet":
+        df.to_parquet(output.file, index=False)
+        console.err.print(Text(f"wrote {len(df):,} rows to {console.inert(output.file)}"))
+    elif output.form == "json":
         records = json.loads(df.to_json(orient="records", date_format="iso"))
         sys.stdout.write(json.dumps(records, indent=1) + "\n")
     else:
-        safe_csv(df).to_csv(sys.stdout, index=False)
+        (df if output.raw else safe_csv(df)).to_csv(sys.stdout, index=False)
 
 
 def write_human(
-    cols: list[str], rows: list[list[str]], left: list[bool], output: str, head: str = ""
+    cols: list[str],
+    rows: list[list[str]],
+    left: list[bool],
+    output: Output | str,
+    head: str = "",
+    give: list[int] | None = None,
+    footer: str = "",
 ) -> None:
     """Cells for people as Markdown or a terminal table (none without `cols`), under an
-    optional heading."""
-    if output == "markdown":
+    optional heading and over an optional footer. `give`: see console.print_table."""
+    form = output.form if isinstance(output, Output) else output
+    if form == "markdown":
         if head:
             sys.stdout.write("  \n".join(markdown_escape(x) for x in head.splitlines()) + "\n\n")
         if cols:
             sys.stdout.write(markdown_table(cols, rows))
+        if footer:
+            sys.stdout.write(f"\n{markdown_escape(footer)}\n")
         return
     if head:
-        console.out.print(Text(head))
+        console.say(head)
     if cols:
-        console.print_table(cols, rows, left)
+        fit = output.fit if isinstance(output, Output) else console.Fit()
+        console.print_table(cols, rows, left, give, fit, footer)
 
 
-def write_frame(df, output: str) -> None:  # noqa: ANN001
-    """A DataFrame to stdout as table, csv or json; cell text is data, never markup."""
+def write_frame(df: pd.DataFrame, output: Output) -> None:
+    """Any DataFrame (`logan sql`) in the chosen form; for people, every cell as text."""
     df = _integral_floats_as_ints(df)
-    if output == "csv":
-        df.to_csv(sys.stdout, index=False)
-    elif output == "json":
-        sys.stdout.write(json.dumps(json.loads(df.to_json(orient="records", date_format="iso")), indent=1))
-        sys.stdout.write("\n")
-    elif output == "table":
+    if output.human:
         rows = [["" if v is None else str(v) for v in row] for row in df.itertuples(index=False)]
-        console.print_table([str(c) for c in df.columns], rows, [True] * len(df.columns))
+        write_human([str(c) for c in df.columns], rows, [True] * len(df.columns), output)
     else:
-        raise LoganError(f"unknown output {output!r}: table, csv or json")
+        write_frame_data(df, output)
 
 
 def _integral_floats_as_ints(df):  # noqa: ANN001, ANN202
@@ -85,16 +119,21 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def safe_csv(df: pd.DataFrame) -> pd.DataFrame:
-    """Text cells that a spreadsheet would run as a formula get a leading apostrophe."""
+    """Text cells as a spreadsheet shows them as text: control characters escaped, and a
+    leading apostrophe where the cell would start a formula."""
     import pandas as pd
 
     df = df.copy()
     for col in df.columns:
         if df[col].dtype == object or pd.api.types.is_string_dtype(df[col]):
-            df[col] = df[col].map(
-                lambda v: "'" + v if isinstance(v, str) and v.startswith(_FORMULA_START) else v
-            )
+            df[col] = df[col].map(_safe_cell)
     return df
+
+
+def _safe_cell(v: object) -> object:
+    if not isinstance(v, str):
+        return v
+    return "'" + console.inert(v) if v.startswith(_FORMULA_START) else console.inert(v)
 
 
 # Inline markup (emphasis, code, links, images, HTML, strikethrough, table cells); `[` and
@@ -103,8 +142,9 @@ _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
 
 
 def markdown_escape(text: str) -> str:
-    """Text shown literally by Markdown renderers (no links, HTML, emphasis or cell breaks)."""
-    text = text.replace("\r", " ").replace("\n", " ").replace("&", "&amp;")
+    """Text shown literally by Markdown renderers (no links, HTML, emphasis or cell breaks),
+    control characters escaped."""
+    text = console.inert(text).replace("&", "&amp;")
     text = _MD_SPECIAL.sub(r"\\\1", text)
     # a leading - + # = would start a list, heading or setext underline
     return "\\" + text if text[:1] in ("-", "+", "#", "=") else text
