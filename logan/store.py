@@ -20,15 +20,21 @@ if TYPE_CHECKING:  # pandas costs 0.4 s to import: only the calls that return fr
     import pandas as pd
 
 
+# logan never reaches the network: DuckDB would otherwise fetch an extension for a file it
+# does not read itself (a SQLite file given as --db).
+_OFFLINE = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+
+
 class Store:
     """An open store. `con` is a plain DuckDB connection: query it as you like."""
 
     def __init__(self, path: str | Path | None = None, read_only: bool = False):
         self.path = str(path) if path else ":memory:"
+        _check_is_duckdb(self.path)
         try:
-            self.con = duckdb.connect(self.path, read_only=read_only)
+            self.con = duckdb.connect(self.path, read_only=read_only, config=_OFFLINE)
         except duckdb.Error as exc:
-            raise LoganError(f"cannot open store {self.path}: {exc}") from exc
+            raise LoganError(f"cannot open store {self.path}: {str(exc).splitlines()[0]}") from None
         # Timestamps are stored as UTC; TIMESTAMPTZ casts must happen in UTC.
         self.con.execute("SET TimeZone = 'UTC'")
         # Loads need no particular row order: 10-15% faster.
@@ -79,6 +85,10 @@ class Store:
         """Run a query; the answer as a DataFrame."""
         return self.con.execute(query, params).df()
 
+    def is_empty(self) -> bool:
+        """Whether nothing was ever read into it (no `ingests` row)."""
+        return not self.con.execute("SELECT count(*) FROM ingests").fetchall()[0][0]
+
     def close(self) -> None:
         self.con.close()
 
@@ -87,6 +97,19 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _check_is_duckdb(path: str) -> None:
+    """Refuse a file that is not a DuckDB database before DuckDB opens it (DuckDB would
+    take a SQLite file for one to attach and look for an extension to read it)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(16)
+    except OSError:
+        return  # a new store, or one DuckDB will say it cannot open
+    if head and head[8:12] != b"DUCK":
+        what = "a SQLite database" if head.startswith(b"SQLite format 3") else "not a DuckDB file"
+        raise LoganError(f"{path} is {what}, not a logan store: not touching it")
 
 
 def stored_columns(con: duckdb.DuckDBPyConnection) -> set[str]:
@@ -168,6 +191,25 @@ def _in_transaction(con: duckdb.DuckDBPyConnection) -> bool:
 def open_store(path: str | Path | None = None, read_only: bool = False) -> Store:
     """Open (creating when needed) the store at `path`; None for an in-memory store."""
     return Store(path, read_only=read_only)
+
+
+@contextmanager
+def writing(path: str | Path | None, store: type[Store] = Store) -> Iterator[Store]:
+    """A store opened for a command that writes into it, closed afterwards. When the
+    command fails before anything was kept, a file this call created is removed again: a
+    failed command leaves no empty store behind."""
+    created = path is not None and not Path(path).exists()
+    st = store(path)
+    try:
+        yield st
+    except BaseException:
+        empty = created and st.is_empty()
+        st.close()
+        if empty:
+            for leftover in (Path(path), Path(f"{path}.wal")):  # type: ignore[arg-type]
+                leftover.unlink(missing_ok=True)
+        raise
+    st.close()
 
 
 @contextmanager

@@ -307,7 +307,10 @@ def test_bad_lines_are_rejects(tmp_path):
         "hello world",
     ]
     s, con = ingest(tmp_path, lines)
-    assert (s.rows, s.rejects, s.events) == (1, 3, 0)
+    # the cut line still tells its timers, status and server: a row, its request line cut
+    assert (s.rows, s.rejects, s.events) == (2, 2, 0)
+    got = con.execute("SELECT duration_us, status, request FROM requests ORDER BY line_no").fetchall()
+    assert got[0][:2] == got[1][:2] and got[1][2] == DOC_LINE[: -len('/index.html HTTP/1.1"')].split('"')[-1]
 
 
 @pytest.mark.parametrize("reader", READERS)

@@ -365,9 +365,12 @@ def test_corpus_otus_ui(tmp_path):
     assert (s.lines, s.rows, s.rejects) == (line_count(path), 49, 0)
     expected = sum(us(line.rsplit(" ", 1)[1]) for line in path.read_text().splitlines())
     assert con.execute("SELECT sum(duration_us) FROM requests").fetchall() == [(expected,)]
-    # As written by the provenance, no line matches: nothing is read wrong in silence.
+    # As written by the provenance, no line matches: nothing is read wrong in silence. The
+    # ingest stops at once and says so; asked to go on, every line is a reject.
     bad = fmt.replace("$remote_addr $remote_user  $http", "$remote_addr  $remote_user $http")
-    s2, _ = ingest(tmp_path, str(path), bad)
+    with pytest.raises(FormatError, match="reads none of the first 49 lines"):
+        ingest(tmp_path, str(path), bad)
+    s2 = run_ingest([str(path)], format=bad, dialect="nginx", profile="none", keep_going=True)
     assert (s2.rows, s2.rejects) == (0, 49)
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from logan.errors import LoganError
 from logan.read.ingest import IngestSummary, ingest
-from logan.store import Store, open_store
+from logan.store import Store, open_store, writing
 
 # Logs up to this size are read into an in-memory store (fastest); larger ones into a
 # temporary file: a one-shot store in memory takes about 4x the log.
@@ -36,6 +36,7 @@ class ReadOptions:
     profile: str = "auto"
     rules: object | None = None
     trusted_proxies: Sequence[str] = field(default_factory=tuple)
+    keep_going: bool = False
 
     def ingest(self, files: Sequence[str], store: Store, columns: Collection[str] | None) -> IngestSummary:
         return ingest(
@@ -48,6 +49,7 @@ class ReadOptions:
             rules=self.rules,
             trusted_proxies=tuple(self.trusted_proxies),
             columns=columns,
+            keep_going=self.keep_going,
         )
 
 
@@ -75,15 +77,17 @@ def requests_of(
     if one_shot and input_bytes(files) > IN_MEMORY_MAX_BYTES:
         scratch = tempfile.TemporaryDirectory(prefix="logan-answer-")
         db = Path(scratch.name) / "answer.duckdb"
-    store = open_store(db, read_only=db is not None and not files)  # only read: read-only
     try:
-        if files:
+        if not files:  # only read: read-only
+            with open_store(db, read_only=db is not None) as store:
+                yield store
+            return
+        with writing(db) as store:
             summary = (read or ReadOptions()).ingest(files, store, columns if one_shot else None)
             if on_read is not None:
                 on_read(summary)
-        yield store
+            yield store
     finally:
-        store.close()
         if scratch is not None:
             scratch.cleanup()
 

@@ -10,10 +10,10 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, Trans
 from rich.text import Text
 
 from logan.cli import options as opt
-from logan.errors import LoganError
+from logan.errors import EXIT_PARTIAL, LoganError
 from logan.read.ingest import IngestSummary, ingest, merge_summaries
-from logan.show.console import err, print_ingest_summary
-from logan.store import open_store
+from logan.show.console import err, print_ingest_summary, said_skipped
+from logan.store import writing
 
 # Inputs smaller than this finish before a progress bar is worth drawing.
 _PROGRESS_MIN_BYTES = 64 << 20
@@ -78,6 +78,7 @@ def ingest_command(
     label: Annotated[str | None, typer.Option(help="source name for stdin or a single file")] = None,
     nginx_conf: opt.NginxConfOpt = None,
     log_format_name: opt.LogFormatNameOpt = None,
+    keep_going: opt.KeepGoingOpt = False,
 ) -> None:
     """Read access logs into a DuckDB store: every line becomes a request or a reject."""
     format, dialect = opt.format_from_options(format, dialect, nginx_conf, log_format_name)
@@ -85,11 +86,15 @@ def ingest_command(
     jobs += [_source_job(spec) for spec in source or ()]
     if not jobs:
         raise LoganError("no input: give log files, or --source LABEL=FORMAT:PATH")
-    store = open_store(db)
-    common = {"store": store, "dialect": dialect, "tz": tz, "profile": profile, "rules": rules,
-              "trusted_proxies": tuple(trusted_proxy or ())}  # fmt: skip
-    summaries = [run_ingest(paths, format=fmt, label=lab, **common) for paths, fmt, lab in jobs]
-    print_ingest_summary(merge_summaries(summaries))
+    read = opt.read_options(format, dialect, tz, profile, rules, trusted_proxy, keep_going)
+    with writing(db) as store:
+        common = {"store": store, "dialect": read.dialect, "tz": read.tz, "profile": read.profile,
+                  "rules": read.rules, "trusted_proxies": read.trusted_proxies,
+                  "keep_going": read.keep_going}  # fmt: skip
+        summaries = [run_ingest(paths, format=fmt, label=lab, **common) for paths, fmt, lab in jobs]
+    summary = merge_summaries(summaries)
+    print_ingest_summary(summary)
     if db is None:
         err.print("(in-memory store: nothing was kept; give --db FILE to keep the table)")
-    store.close()
+    if said_skipped(summary):
+        raise typer.Exit(EXIT_PARTIAL)

@@ -4,6 +4,7 @@ at (the filters). One declaration each, so every command spells and explains the
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Annotated
 
@@ -12,6 +13,7 @@ import typer
 from logan.answer.filters import filter_sql
 from logan.answer.inputs import ReadOptions
 from logan.errors import LoganError
+from logan.read.classify import PROFILES, load_rules
 from logan.show.console import Fit
 from logan.show.writers import OUTPUTS, Output
 
@@ -39,6 +41,10 @@ ColumnsOpt = Annotated[
 ]
 RawOpt = Annotated[bool, typer.Option("--raw", help="CSV cells as logged (no formula guard, no escapes)")]
 
+KeepGoingOpt = Annotated[
+    bool, typer.Option("--keep-going", help="read a file even when the format reads none of its first lines")
+]
+
 FormatOpt = Annotated[
     str,
     typer.Option(
@@ -57,7 +63,8 @@ TrustedProxyOpt = Annotated[
 ]
 NginxConfOpt = Annotated[Path | None, typer.Option(help="read the format from this nginx.conf")]
 LogFormatNameOpt = Annotated[
-    str | None, typer.Option(help="the log_format name in --nginx-conf (default: combined)")
+    str | None,
+    typer.Option(help="the log_format name in --nginx-conf (default: what its access_log uses)"),
 ]
 
 
@@ -99,8 +106,18 @@ def read_options(
     profile: str,
     rules: Path | None,
     trusted_proxy: list[str] | None,
+    keep_going: bool = False,
 ) -> ReadOptions:
-    return ReadOptions(format, dialect, tz, profile, rules, tuple(trusted_proxy or ()))
+    """The reading options, checked before any log is read (a rules file is read here)."""
+    if profile not in ("auto", "none", *PROFILES):
+        raise LoganError(f"--profile {profile!r}: use auto, none, {', '.join(PROFILES)}")
+    for net in trusted_proxy or ():
+        try:
+            ipaddress.ip_network(net, strict=False)
+        except ValueError as exc:
+            raise LoganError(f"--trusted-proxy {net}: {exc}") from None
+    loaded = load_rules(rules) if rules is not None else None
+    return ReadOptions(format, dialect, tz, profile, loaded, tuple(trusted_proxy or ()), keep_going)
 
 
 def format_from_options(
@@ -113,4 +130,4 @@ def format_from_options(
         return format, dialect
     from logan.read.nginx_conf import format_from_nginx_conf
 
-    return format_from_nginx_conf(nginx_conf, log_format_name or "combined"), "nginx"
+    return format_from_nginx_conf(nginx_conf, log_format_name), "nginx"

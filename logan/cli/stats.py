@@ -12,8 +12,10 @@ import typer
 from logan.answer import stats as st
 from logan.answer.inputs import requests_of
 from logan.cli import options as opt
+from logan.errors import EXIT_PARTIAL
+from logan.read.ingest import IngestSummary
 from logan.show.console import said_read
-from logan.show.stats import write_stats, write_view
+from logan.show.stats import check_columns, write_stats, write_view
 from logan.units import parse_duration
 
 
@@ -50,6 +52,7 @@ def stats_command(
     trusted_proxy: opt.TrustedProxyOpt = None,
     nginx_conf: opt.NginxConfOpt = None,
     log_format_name: opt.LogFormatNameOpt = None,
+    keep_going: opt.KeepGoingOpt = False,
 ) -> None:
     """Where the time goes: requests, total time, share and percentiles per group.
 
@@ -59,14 +62,20 @@ def stats_command(
     """
     format, dialect = opt.format_from_options(format, dialect, nginx_conf, log_format_name)
     shown = opt.output(output, out, wide, columns, raw)
+    check_columns(shown.fit.columns, view)
     by, filters = by or ["indirector"], opt.filters(since, until, env, method, status, path)
     slo_us = parse_duration(slo, "--slo") if slo else None
     st.check_options(by, sort, view, slo_us)
-    read = opt.read_options(format, dialect, tz, profile, rules, trusted_proxy)
+    read = opt.read_options(format, dialect, tz, profile, rules, trusted_proxy, keep_going)
     keep = st.columns_read(by, view, slo_us, **filters)  # all a store made for this answer needs
-    with requests_of(files, db, keep, read, on_read=said_read) as store:
+    summaries: list[IngestSummary] = []
+    with requests_of(files, db, keep, read, on_read=summaries.append) as store:
+        for s in summaries:
+            said_read(s)
         a = st.answer(store.con, by, sort, opt.top(top, shown), view, slo_us, shown.human, **filters)
     if view is not None:
         write_view(a.table, view, shown, st.dimension_columns(by), st.view_question(view, by, slo_us))
     else:
         write_stats(a.table, shown, st.dimension_columns(by), a.headline, a.requests)
+    if any(s.skipped for s in summaries):
+        raise typer.Exit(EXIT_PARTIAL)

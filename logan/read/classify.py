@@ -421,8 +421,13 @@ def load_rules(path: str | Path | Rules) -> Rules:
     """
     if isinstance(path, Rules):
         return path
-    with open(path, "rb") as fh:
-        doc = tomllib.load(fh)
+    try:
+        with open(path, "rb") as fh:
+            doc = tomllib.load(fh)
+    except OSError as exc:
+        raise LoganError(f"rules file {path}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:  # its message names the line and column
+        raise LoganError(f"rules file {path}: not TOML: {exc}") from None
     unknown = set(doc) - {"rules", "groups"}
     if unknown:
         raise LoganError(f"{path}: unknown sections {sorted(unknown)}; use [[rules]], [[groups]]")

@@ -61,8 +61,10 @@ QUOTED_PATTERN = r'(?:[^"\\]|\\.)*'
 # A quoted field's text per escape mode: nginx's default escaping never leaves a raw '"' in
 # a value; with no escaping at all (nginx escape=none, varnishncsa) a value may hold one.
 QUOTED_BY_ESCAPE = {"nginx": r'[^"]*', "none": r".*?"}
-# HAProxy writes '"' in any value as #22, so a quoted field never holds one.
-QUOTED_BY_ESCAPE["haproxy"] = r'[^"]*'
+# HAProxy writes '"' in a captured header as #22, but not in a sample fetch's value
+# (%{+Q}[capture.req.hdr(1)] logs a user agent's quotes as they came): a quoted field ends
+# at the first quote that the rest of the format can follow (the last runs to the end).
+QUOTED_BY_ESCAPE["haproxy"] = r".*?"
 
 # Columns a format can fill directly; the rest are derived or classified.
 _TS = "ts"
@@ -115,6 +117,23 @@ class CompiledFormat:
             + f" FROM (SELECT line_no, line, regexp_extract(line, {sql_str(self.regex)}, "
             f"[{names}]) AS m FROM {rel})"
         )
+
+    def cut_short(self) -> CompiledFormat | None:
+        """This format reading a line cut inside its last field, a quoted one, by a syslog
+        line-length limit (HAProxy's `len`, 1024 bytes by default, cuts the request line of
+        httplog, which comes last): the field runs to the end of the line, unclosed, and
+        every field before the cut reads as usual. None when the format ends otherwise or
+        its lines do not go through syslog (no prefixes in the dialect)."""
+        if not self.dialect.prefixes:
+            return None
+        if len(self.items) < 3 or self.items[-1] != QUOTE or not isinstance(self.items[-2], Field):
+            return None
+        if not self.items[-2].quoted:
+            return None
+        # what was written of the field holds no quote: a line of a longer format (httpslog
+        # read as httplog: `"GET / HTTP/1.1" 0/0/0/0/1 ...`) is no cut line
+        regex = _regex(self.items[:-2], self.escape).removesuffix("$") + '([^"]*)$'
+        return replace(self, regex=_with_prefix(regex, self.dialect))
 
     def _decode(self, expr: str, f: Field) -> str:
         if self.escape == "nginx":
@@ -433,12 +452,13 @@ def _fast_plan(cf: CompiledFormat, rel: str) -> str | None:
         conds += _restore_lists(seg, lists, raw)
     if len(raw) != sum(isinstance(it, Field) for it in items):
         return None
+    conds += [c for f in cf.fields if f.alias in raw and (c := _shape_sql(f.spec.value, raw[f.alias]))]
     if quoted_split:
         conds.insert(0, f"len(p) = {len(segs)}")
-    # Lines with a backslash carry escapes: only the exact path decodes them. A tab would
-    # stay inside its word, where the regex's \S takes none.
+    # Lines with a backslash carry escapes: only the exact path decodes them. A tab, CR or
+    # form feed would stay inside its word, where the regex's \S takes none.
     split_quote = f", string_split(__body, {sql_str(QUOTE)}) AS p" if quoted_split else ""
-    tab = " AND NOT contains(line, chr(9))" if sep == " " else ""
+    tab = "".join(f" AND NOT contains(line, chr({c}))" for c in (9, 13, 12)) if sep == " " else ""
     inner = (
         f"SELECT line_no, line, __body{split_quote} FROM (SELECT line_no, line, "
         f"{_body_sql(cf.dialect)} AS __body FROM {rel} WHERE NOT contains(line, '\\'){tab})"
@@ -448,6 +468,35 @@ def _fast_plan(cf: CompiledFormat, rel: str) -> str | None:
         mid = f"SELECT *{''.join(f', {sql} AS {name}' for name, sql in subsplits.items())} FROM ({mid})"
     cols = ", ".join(f"{raw.get(f.alias, 'CAST(NULL AS VARCHAR)')} AS {f.alias}" for f in cf.fields)
     return f"SELECT line_no, line, {cols} FROM ({mid}) WHERE {' AND '.join(conds) or 'true'}"
+
+
+_DIGITS = "'0123456789'"
+
+
+def _digits(x: str) -> str:
+    return f"({x} <> '' AND ltrim({x}, {_DIGITS}) = '')"
+
+
+def _shape_sql(value: str, x: str) -> str | None:
+    """The text `x` has the shape VALUE_PATTERNS gives `value`, in string functions (several
+    times cheaper than a regex a row): a split reads a field only where the regex would.
+    A cast alone lets `+5`, ` 5` or `0x10` through, and strptime a day written `5`."""
+    unsigned = f"CASE WHEN starts_with({x}, '-') THEN substr({x}, 2) ELSE {x} END"
+    if value == "int":
+        return f"({x} = '-' OR {_digits(unsigned)})"
+    if value == "signed":
+        return _digits(f"CASE WHEN {x}[1] IN ('+', '-') THEN substr({x}, 2) ELSE {x} END")
+    if value == "decimal":
+        whole = f"split_part({unsigned}, '.', 1)"
+        frac = f"CASE WHEN contains({unsigned}, '.') THEN substr({unsigned}, strpos({unsigned}, '.') + 1) END"
+        return f"({x} = '-' OR ({_digits(whole)} AND ({frac} IS NULL OR {_digits(frac)})))"
+    if value == "clf_time":
+        inner = f"substr({x}, 2, length({x}) - 2)"
+        brackets = f"starts_with({x}, '[') AND ends_with({x}, ']') AND length({x}) > 2"
+        return f"({brackets} AND NOT contains({inner}, ']'))"
+    if value in ("clf_time_bare", "hap_date"):  # fixed width: 05/Nov/2013:19:00:00 +0000, ...:00.022
+        return f"length({x}) = {26 if value == 'clf_time_bare' else 24}"
+    return None
 
 
 # nginx $upstream_* lists ("0.100, 0.004 : 0.010") hold spaces in an unquoted stretch. For

@@ -38,12 +38,76 @@ def detect_format(st: Store, table: pa.Table, dialect: str | None = None) -> tup
             ok = f"regexp_full_match(line, {sql_str(cf.regex)}) OR {events.matches_sql(cf)}"
             hits = st.con.execute(f"SELECT count(*) FILTER (WHERE {ok}) FROM {sample}").fetchall()[0][0]
             scored.append((hits, len(cf.fields), cf))
-        hits, _, best = max(scored, key=lambda s: (s[0], s[1]))
+        hits, fields, best = max(scored, key=lambda s: (s[0], s[1]))
+        best, why = _tie_break(st, table, [s[2] for s in scored if (s[0], s[1]) == (hits, fields)])
         if hits == 0:
             raise FormatError(_no_match_message(st, sample, [s[2] for s in scored]))
-        return best, f"auto-detected {best.label}: {hits} of {n} sample lines match"
+        if hits * 2 < n:  # a preset that reads a few lines is a guess, not a detection
+            raise FormatError(
+                f"no known format reads most of this input: the closest, {best.label}, reads {hits} of"
+                f" the first {n} lines;\n  e.g. not this one:\n    {_unread_line(st, sample, best)!r}\n"
+                "  give the format string from the server's config: --format '<format string>'"
+            )
+        said = f"auto-detected {best.label}: {hits} of {n} sample lines match{why}"
+        if hits * 10 < n * 9:
+            said += f" (unsure; e.g. not this one: {_unread_line(st, sample, best)!r})"
+        return best, said
     finally:
         st.con.unregister("__sample_src")
+
+
+def _tie_break(st: Store, table: pa.Table, tied: list[CompiledFormat]) -> tuple[CompiledFormat, str]:
+    """Of presets that read the sample alike, the one its dialect prefers for the sample's
+    request paths ([preferred_when]), else the first without such a condition; and why."""
+    if len(tied) == 1:
+        return tied[0], ""
+    plain = [cf for cf in tied if _preset(cf) not in cf.dialect.preferred_when]
+    for cf in tied:
+        regex = cf.dialect.preferred_when.get(_preset(cf))
+        if regex is None:
+            continue
+        paths = sample_paths(st, table, cf)
+        matched = st.con.execute(
+            "SELECT count(*) FILTER (WHERE regexp_matches(p, ?)) FROM (SELECT unnest(?) AS p)", [regex, paths]
+        ).fetchall()[0][0]
+        if paths and matched * 2 > len(paths):
+            others = ", ".join(o.label for o in tied if o is not cf)
+            return cf, f" (as {others} would; {matched} of {len(paths)} paths match {regex})"
+    return (plain or tied)[0], ""
+
+
+def _preset(cf: CompiledFormat) -> str:
+    return cf.label.split(":", 1)[-1]
+
+
+def check_format(st: Store, table: pa.Table, cf: CompiledFormat) -> None:
+    """Refuse a format given by name that reads none of the first lines (every line would
+    be a reject), naming a preset that reads them when there is one."""
+    sample = _sample(st, table)
+    try:
+        ok = f"regexp_full_match(line, {sql_str(cf.regex)}) OR {events.matches_sql(cf)}"
+        n, hits = st.con.execute(f"SELECT count(*), count(*) FILTER (WHERE {ok}) FROM {sample}").fetchall()[0]
+        unread = _unread_line(st, sample, cf) if n and not hits else ""
+    finally:
+        st.con.unregister("__sample_src")
+    if n == 0 or hits:
+        return
+    try:
+        best, _ = detect_format(st, table)
+        hint = f"{best.label} reads them: --format {best.label}"
+    except FormatError:
+        hint = "nor does any preset: give the format string from the server's config"
+    raise FormatError(
+        f"--format {cf.label} reads none of the first {n} lines, e.g. {unread!r};"
+        f" {hint} (or --keep-going: read it anyway, every line a reject)"
+    )
+
+
+def _unread_line(st: Store, sample: str, cf: CompiledFormat) -> str:
+    line = st.con.execute(
+        f"SELECT line FROM {sample} WHERE NOT regexp_full_match(line, {sql_str(cf.regex)}) LIMIT 1"
+    ).fetchall()[0][0]
+    return line if len(line) <= 300 else line[:300] + "..."
 
 
 def _no_match_message(st: Store, sample: str, candidates: list[CompiledFormat]) -> str:

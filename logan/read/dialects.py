@@ -7,6 +7,7 @@ The tables are data (see parsers/apache.toml); this module only reads them and a
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -61,6 +62,8 @@ class Dialect:
     # Messages that are not requests but worth keeping (server DOWN): {"kinds": [{kind,
     # regex}], "time": ...}, see logan/read/events.py.
     events: dict = field(default_factory=dict)
+    # preset -> RE2 regex over request paths: see parsers/apache.toml [preferred_when]
+    preferred_when: dict[str, str] = field(default_factory=dict)
 
     def tokenize(self, fmt: str) -> list[Token]:
         return TOKENIZERS[self.syntax](fmt)
@@ -85,6 +88,16 @@ class Dialect:
         if stems:
             stem = max(stems, key=len)
             return self.directives[stem + "*"], d.key[len(stem) :]
+        if self.fallback is not None:
+            # A variable of the config's own (map, set) is read as text; one a letter or two
+            # from a known name is a typo that would lose a column ($request_tme).
+            near = difflib.get_close_matches(
+                d.key, [k for k in self.directives if not k.endswith("*")], 1, 0.85
+            )
+            if near:
+                raise FormatError(
+                    f"unknown {self.name} variable {d.text}: did you mean {d.text[0]}{near[0]}?"
+                )
         return self.fallback, d.arg
 
     def spec(self, d: Directive) -> FieldSpec:
@@ -135,6 +148,7 @@ def dialects() -> dict[str, Dialect]:
         if name in found:  # a user's file adding presets or directives to a known dialect
             found[name].presets.update(data.get("presets", {}))
             found[name].directives.update(data.get("directives", {}))
+            found[name].preferred_when.update(data.get("preferred_when", {}))
             continue
         found[name] = Dialect(
             name=name,
@@ -146,6 +160,7 @@ def dialects() -> dict[str, Dialect]:
             fallback=data.get("fallback"),
             prefixes=dict(data.get("prefixes", {})),
             events=dict(data.get("events", {})),
+            preferred_when=dict(data.get("preferred_when", {})),
         )
     return found
 
@@ -168,10 +183,11 @@ def resolve_format(fmt: str, dialect: str | None) -> tuple[Dialect, str, str]:
     for d in candidates:
         if fmt in d.presets:
             return d, d.presets[fmt], f"{d.name}:{fmt}"
+    if "%" not in fmt and "$" not in fmt:  # a name, not a format string: no preset has it
+        names = sorted(f"{d.name}:{p}" for d in candidates for p in d.presets)
+        where = f"{dialect}:" if dialect else ""
+        raise FormatError(f"unknown format {where + fmt!r}; presets: {', '.join(names)}")
     if dialect is None:
-        if "%" not in fmt and "$" not in fmt:
-            names = sorted(f"{d.name}:{p}" for d in candidates for p in d.presets)
-            raise FormatError(f"unknown format {fmt!r}; presets: {', '.join(names)}")
         # A raw format string without --dialect: nginx's $variables, else Apache's % syntax.
         dialect = "nginx" if "$" in fmt and "%" not in fmt else "apache"
     return get_dialect(dialect), fmt, fmt

@@ -19,7 +19,7 @@ import duckdb
 import pyarrow as pa
 
 from logan import schema
-from logan.errors import LoganError
+from logan.errors import FormatError, LoganError
 from logan.read import detect, events, native, rows
 from logan.read.classify import (
     ClassCache,
@@ -73,6 +73,7 @@ class IngestSummary:
     tz_assumed: bool = False  # some timestamps had no offset and were read in `tz`
     profile: str | None = None
     store: Store | None = None  # where the rows went (the new one when none was given)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (source, why): no access log
 
     def total(self, attr: str) -> int:
         return sum(getattr(s, attr) for s in self.sources)
@@ -103,6 +104,7 @@ def merge_summaries(summaries: Sequence[IngestSummary]) -> IngestSummary:
     out = IngestSummary(tz=summaries[0].tz)
     for s in summaries:
         out.sources += s.sources
+        out.skipped += s.skipped
         for k, v in s.rejects_by_reason.items():
             out.rejects_by_reason[k] = out.rejects_by_reason.get(k, 0) + v
         out.seconds += s.seconds
@@ -130,6 +132,7 @@ def ingest(
     block_size: int = DEFAULT_BLOCK,
     progress: ProgressFn | None = None,
     columns: Collection[str] | None = None,
+    keep_going: bool = False,
 ) -> IngestSummary:
     """Read log files (globs, .gz, '-' for stdin) into a store and say what happened.
 
@@ -138,6 +141,11 @@ def ingest(
     `requests` columns (the others read NULL), for a store made for one report: what is
     not kept is neither cut out of the lines nor written. Every line is still checked, so
     rows, rejects and events are the same.
+
+    Of several files, one that no format reads (an error log beside the access logs) is
+    skipped and said in `skipped`; a single one is an error. A format given by name that
+    reads none of a file's first lines is an error too (every line would be a reject),
+    unless `keep_going`.
     """
     st = store if isinstance(store, Store) else open_store(store)
     _check_tz(st, tz)
@@ -153,24 +161,31 @@ def ingest(
         # DuckDB keeps written blocks cached up to 80% of RAM by default: RSS then grows
         # with the input (1.5 GB for a 5 GB log). Written blocks can be read back instead.
         st.con.execute(f"SET memory_limit = '{INGEST_MEMORY}'")
+    keep = None if columns is None else frozenset(columns) | _KEPT_FOR_EVENTS
     try:
         for src in sources:
-            summary.sources.append(
-                _ingest_source(
-                    st,
-                    src,
-                    format,
-                    dialect,
-                    tz,
-                    profile,
-                    rules,
-                    trusted_proxies,
-                    block_size,
-                    progress,
-                    summary,
-                    None if columns is None else frozenset(columns) | _KEPT_FOR_EVENTS,
+            try:
+                summary.sources.append(
+                    _ingest_source(
+                        st,
+                        src,
+                        format,
+                        dialect,
+                        tz,
+                        profile,
+                        rules,
+                        trusted_proxies,
+                        block_size,
+                        progress,
+                        summary,
+                        keep,
+                        keep_going,
+                    )  # fmt: skip
                 )
-            )
+            except FormatError as exc:  # raised at its first batch: nothing of it was kept
+                if len(sources) == 1:
+                    raise FormatError(f"{src.label}: {exc}") from None
+                summary.skipped.append((src.label, str(exc).splitlines()[0]))
         if summary.profile in ("puppet", "generic"):
             # Route words that vary a lot under one prefix (/tags/{name}) show only across
             # rows: fold them now that the new rows are in (the Puppet profile gives the
@@ -211,6 +226,7 @@ def _ingest_source(
     progress: ProgressFn | None,
     summary: IngestSummary,
     keep: rows.Keep,
+    keep_going: bool = False,
 ) -> SourceSummary:
     total = src.size()
     reading: _Reading | None = None
@@ -224,7 +240,7 @@ def _ingest_source(
     try:
         for batch in batches:
             if reading is None:
-                cf, detected = _choose_format(st, fmt, dialect, batch)
+                cf, detected = _choose_format(st, fmt, dialect, batch, keep_going)
                 out = SourceSummary(src.label, cf.label, detected, ingest_id=ingest_id)
                 resolved = _resolve_profile(profile, st, batch, cf)
                 summary.profile = summary.profile or resolved
@@ -345,12 +361,15 @@ class _IngestRow:
 
 
 def _choose_format(
-    st: Store, fmt: str, dialect: str | None, batch: Batch
+    st: Store, fmt: str, dialect: str | None, batch: Batch, keep_going: bool = False
 ) -> tuple[CompiledFormat, str | None]:
     if fmt == "auto":
         return detect.detect_format(st, batch.table, dialect)
     d, string, label = resolve_format(fmt, dialect)
-    return compile_format(d, string, label), None
+    cf = compile_format(d, string, label)
+    if not keep_going:
+        detect.check_format(st, batch.table, cf)
+    return cf, None
 
 
 def _resolve_profile(profile: str, st: Store, batch: Batch, cf: CompiledFormat) -> str:
@@ -509,6 +528,7 @@ def _exact_path(
         f"CREATE OR REPLACE TEMP TABLE __not_rows AS SELECT *, {events.matches_sql(cf)} AS __event "
         f"FROM ({not_rows})"
     )
+    n_rows += _cut_short(con, r)
     n_events = events.insert_events(con, cf, "(SELECT * FROM __not_rows WHERE __event)", params, tz)
     con.execute(
         "INSERT INTO rejects SELECT $source, line_no, line, __reason FROM __not_rows WHERE NOT __event",
@@ -517,10 +537,35 @@ def _exact_path(
     reasons = Counter(
         dict(con.execute("SELECT __reason, count(*) FROM __not_rows WHERE NOT __event GROUP BY 1").fetchall())
     )
-    for table in ("__not_rows", "__left", "__left_lines_t"):
+    for table in ("__not_rows", "__left", "__left_lines_t", "__cut"):
         con.execute(f"DROP TABLE IF EXISTS {table}")
     con.unregister("__left_lines")
     return n_rows, n_events, reasons
+
+
+def _cut_short(con: duckdb.DuckDBPyConnection, r: _Reading) -> int:
+    """Rows from the lines of __not_rows that a line-length limit cut inside their last field
+    (CompiledFormat.cut_short): the fields before the cut (timers, status, backend) are
+    kept, the last holds what was written of it. Taken out of __not_rows; returns how many."""
+    cut = r.cf.cut_short()
+    if cut is None:
+        return 0
+    unclosed = "NOT __event AND __reason = 'does not match format' AND NOT ends_with(line, '\"')"
+    # what else a limit cut is said to be, with the length it was cut at
+    con.execute(
+        f"UPDATE __not_rows SET __reason = 'cut at ' || strlen(line) || ' bytes' "
+        f"WHERE {unclosed} AND strlen(line) >= 1000 AND NOT {cut.match_sql()}"
+    )
+    cut_lines = f"(SELECT line_no, line FROM __not_rows WHERE {unclosed} AND {cut.match_sql()})"
+    if not con.execute(f"SELECT 1 FROM {cut_lines} LIMIT 1").fetchall():
+        return 0
+    typed = rows.typed_sql(cut, cut.exact_raw_sql(cut_lines), r.tz, with_reason=True)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE __cut AS {typed}")
+    n = con.execute(rows.insert_from_typed_sql(cut, "__cut", r.classification, r.keep), r.params).fetchall()[
+        0
+    ][0]
+    con.execute("DELETE FROM __not_rows WHERE line_no IN (SELECT line_no FROM __cut WHERE __ok)")
+    return n
 
 
 def _finish_summary(st: Store, summary: IngestSummary) -> None:

@@ -26,13 +26,24 @@ from logan.errors import FormatError
 _MAX_DEPTH = 16
 
 
-def format_from_nginx_conf(path: str | Path, name: str) -> str:
-    """The log_format called `name` in the configuration at `path` (and its includes)."""
+def format_from_nginx_conf(path: str | Path, name: str | None = None) -> str:
+    """The log_format called `name` in the configuration at `path` (and its includes); with
+    no name, the one its `access_log` lines write (asked for when they write several)."""
     main = Path(path)
     found: dict[str, str] = {}
+    used: dict[str, list[str]] = {}  # format name -> the access_log paths that write it
     for args in _directives(main, main.parent, 0):
         if args[0][0] == "log_format" and len(args) >= 3:
             found.setdefault(args[1][0], _format(args[2:]))
+        elif args[0][0] == "access_log" and len(args) >= 2 and args[1][0] != "off":
+            fmt = args[2][0] if len(args) >= 3 and "=" not in args[2][0] else "combined"
+            used.setdefault(fmt, []).append(args[1][0])
+    if name is None:
+        if len(used) > 1:
+            each = "; ".join(f"{n} ({', '.join(paths)})" for n, paths in sorted(used.items()))
+            raise FormatError(f"the access_log lines of {main} write several formats: {each}; "
+                              "choose one with --log-format-name")  # fmt: skip
+        name = next(iter(used), "combined")
     if name in found:
         return found[name]
     if name == "combined":  # nginx's built-in, never written in a config

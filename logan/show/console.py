@@ -8,6 +8,7 @@ it (OSC) or worse.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -22,8 +23,9 @@ from logan.errors import LoganError
 if TYPE_CHECKING:
     from logan.read.ingest import IngestSummary
 
-# A report written to a file or pipe is not squeezed into 80 columns.
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+# A report written to a file or pipe is not squeezed into 80 columns (unless COLUMNS says
+# how wide to write, which rich reads itself).
+out = Console(highlight=False, width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 200)
 err = Console(stderr=True, highlight=False)
 
 # C0 and C1 controls, DEL, and the Unicode marks that reorder or hide text (bidirectional
@@ -49,8 +51,10 @@ def say(text: object, console: Console = out) -> None:
 
 
 def say_error(message: str) -> None:
-    """The one line a failed command leaves on stderr."""
-    err.print(Text(f"logan: {inert(message)}", style="red"), soft_wrap=True)
+    """What a failed command leaves on stderr: one line, or a few when the message shows
+    an example (a line of the log no format reads)."""
+    text = "\n".join(inert(line) for line in message.split("\n"))
+    err.print(Text(f"logan: {text}", style="red"), soft_wrap=True)
 
 
 @dataclass(frozen=True)
@@ -97,7 +101,10 @@ def print_table(
             t.add_column(Text(cols[i]), justify="right", no_wrap=True, min_width=widths[i])
     for row in cells:
         t.add_row(*[Text(row[i]) for i in keep])
-    out.print(t, width=max(out.width, table_width(keep)) if fit.wide else None)
+    if fit.wide:  # as wide as the table, not cropped to the terminal
+        out.print(t, width=max(out.width, table_width(keep)), crop=False)
+    else:
+        out.print(t)
     notes = [footer] if footer else []
     if hidden:
         notes.append(
@@ -124,6 +131,14 @@ def said_read(s: IngestSummary) -> None:
     parts += [f"{s.rejects:,} rejected"] if s.rejects else []
     profile = f" (profile {s.profile})" if s.profile else ""
     say(f"read {s.lines:,} lines: {', '.join(parts)}{profile}", err)
+    said_skipped(s)
+
+
+def said_skipped(s: IngestSummary) -> bool:
+    """A warning on stderr for each file that was skipped; whether there was one."""
+    for source, why in s.skipped:
+        say(f"skipped {source}: {why}", err)
+    return bool(s.skipped)
 
 
 def print_ingest_summary(s: IngestSummary) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from logan.answer.stats import TIMERS
 from logan.answer.views import Records
+from logan.errors import LoganError
 from logan.show.writers import Output, write_data, write_human
 from logan.units import format_bytes, format_count, format_us, missing
 
@@ -80,12 +81,26 @@ def _empty(table: Records, column: str) -> bool:
     return all(missing(r[column]) for r in table.rows)
 
 
+def check_columns(chosen: tuple[str, ...], view: str | None) -> None:
+    """Refuse --columns that name no column of this answer, before any log is read."""
+    spec = _stats_spec(1) if view is None else _view_specs().get(view, [])
+    known = [s.heading for s in spec]
+    unknown = [c for c in chosen if c not in known]
+    if unknown:
+        raise LoganError(f"--columns {', '.join(unknown)}: not a column here; use {', '.join(known)}")
+
+
 def human_rows(table: Records, dims: list[str], total_requests: int) -> Cells:
     """Columns and cells for people: ms/s, 7.1M, %; only the timers the log has."""
+    no_share = total_requests and ("share" not in table.columns or _empty(table, "share"))
+    # no times in the log: the share of requests is the next best answer
+    return spec_rows(table, dims, _stats_spec(total_requests if no_share else 0))
+
+
+def _stats_spec(total_requests: int) -> list[Col]:
     pct = _percent
     spec = [Col("requests", "requests", format_count)]
-    if total_requests and ("share" not in table.columns or _empty(table, "share")):
-        # no times in the log: the share of requests is the next best answer
+    if total_requests:
         spec.append(Col("% req", "requests", lambda n: pct(n / total_requests)))
     spec += [
         Col("% time", "share", pct), Col("total", "total_us", format_us),
@@ -98,7 +113,7 @@ def human_rows(table: Records, dims: list[str], total_requests: int) -> Cells:
         spec += [Col(f"{timer} avg", f"{timer}_avg_us", format_us, 8),
                  Col(f"{timer} p95", f"{timer}_p95_us", format_us, 7)]  # fmt: skip
     spec += [Col("in SLO", "slo_share", pct, 1), Col("apdex", "apdex", _fixed2, 1)]
-    return spec_rows(table, dims, spec)
+    return spec
 
 
 # --- Views (--view) -------------------------------------------------------------------------
@@ -116,7 +131,7 @@ def write_view(table: Records, name: str, output: Output, dims: list[str], quest
         cols, rows, left, give = histogram_rows(table)
     else:
         grouped = dims if name in ("pareto", "apdex", "cache") else []
-        cols, rows, left, give = spec_rows(table, grouped, _view_spec(name))
+        cols, rows, left, give = spec_rows(table, grouped, _view_specs()[name])
         if name == "pareto":  # the rank reads first
             cols, left, give = ["rank", *cols], [False, *left], [0, *give]
             rows = [[str(r["rank"]), *row] for r, row in zip(table.rows, rows, strict=True)]
@@ -160,9 +175,9 @@ def histogram_rows(table: Records) -> Cells:
     )
 
 
-def _view_spec(name: str) -> list[Col]:
+def _view_specs() -> dict[str, list[Col]]:
     count, us, pct, text = format_count, format_us, _percent, _text
-    specs: dict[str, list[Col]] = {
+    return {
         "slowest": [
             Col("start (UTC)", "ts_start", text), Col("duration", "duration_us", us),
             Col("ttfb", "ttfb_us", us, 5), Col("upstream", "upstream_us", us, 4),
@@ -190,7 +205,6 @@ def _view_spec(name: str) -> list[Col]:
             Col("% saved", "saved_share", pct, 1),
         ],
     }  # fmt: skip
-    return specs[name]
 
 
 def _fixed2(x: float) -> str:

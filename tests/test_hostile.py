@@ -1,0 +1,188 @@
+"""Logs are hostile: mutated real lines for every dialect, named real-world malformations,
+and log content and options that never become SQL.
+
+The volume here is a few thousand lines a dialect; `python benchmarks/fuzz.py` runs the
+same checks over a million and more (docs/reliability.md has the volume reached)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import reading_with
+from fuzzing import CORPUS, SEEDS, check_counts, hostile_lines, mutate, read, seed_lines
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as hs
+
+from logan.answer import stats as st
+from logan.errors import FormatError
+from logan.read.ingest import ingest
+
+FUZZ_LINES = 1500
+HEALTH = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+
+
+def _have_seeds(dialect: str) -> None:
+    if not seed_lines(dialect, limit=1):
+        pytest.skip(f"no seed lines for {dialect} here (the corpus is not at {CORPUS})")
+
+
+@pytest.mark.parametrize("dialect", sorted(SEEDS))
+def test_mutated_lines_are_counted_and_read_alike_by_every_reader(tmp_path, monkeypatch, dialect):
+    _have_seeds(dialect)
+    fmt = SEEDS[dialect][0]
+    path = tmp_path / f"{dialect}.log"
+    path.write_bytes(b"\n".join(hostile_lines(dialect, FUZZ_LINES, seed=7)) + b"\n")
+    s, req, rej = read(path, fmt)
+    check_counts(s, FUZZ_LINES)
+    assert s.rows > FUZZ_LINES // 3 and s.rejects > 0  # the mutations reached both sides
+    for reader in ("sql", "regex"):
+        with reading_with(monkeypatch, reader):
+            s2, req2, rej2 = read(path, fmt)
+        check_counts(s2, FUZZ_LINES)
+        pd.testing.assert_frame_equal(req, req2, obj=f"rows by {reader}")
+        pd.testing.assert_frame_equal(rej, rej2, obj=f"rejects by {reader}")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=HEALTH)
+@given(
+    dialect=hs.sampled_from(["apache", "nginx", "varnish", "haproxy"]),
+    junk=hs.lists(hs.binary(min_size=0, max_size=60), min_size=1, max_size=8),
+    seed=hs.integers(0, 2**32 - 1),
+)
+def test_any_bytes_anywhere_keep_the_count(tmp_path, dialect, junk, seed):
+    """Arbitrary bytes inserted into real lines (hypothesis shrinks a failure to its
+    smallest case): every line is still a row, a reject or an event."""
+    rng = random.Random(seed)
+    seeds = seed_lines(dialect)
+    lines = []
+    for piece in junk:
+        line = bytearray(rng.choice(seeds))
+        at = rng.randint(0, len(line))
+        lines.append(bytes(line[:at] + piece.replace(b"\n", b"") + line[at:]))
+    path = tmp_path / f"h{seed}.log"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    s, _, _ = read(path, SEEDS[dialect][0])
+    check_counts(s, len(lines))
+
+
+def test_mutation_keeps_lines_whole():
+    rng = random.Random(1)
+    for line in seed_lines("apache", limit=200):
+        assert b"\n" not in mutate(line, rng)
+
+
+# --- Named cases --------------------------------------------------------------------------
+APACHE = (
+    '10.0.0.1 - - [05/Nov/2013:19:00:00 +0000] "GET /production/file_metadata/modules/a HTTP/1.1" '
+    '200 5 {us} "-" "{ua}"'
+)
+GARBAGE = bytes(random.Random(3).randrange(256) for _ in range(20000)).replace(b"\n", b"")
+
+
+def _line(us: int = 1000, ua: str = "Ruby") -> bytes:
+    return APACHE.format(us=us, ua=ua).encode()
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "rows", "rejects"),
+    [
+        ("latin-1 user agent", _line(ua="caf\xe9").replace(b"caf\xc3\xa9", b"caf\xe9") + b"\n", 1, 0),
+        ("invalid UTF-8", _line(ua="x").replace(b'"x"', b'"\xff\xfe\xc3\x28"') + b"\n", 1, 0),
+        ("NUL bytes inside", _line().replace(b"Ruby", b"Ru\x00by") + b"\n", 1, 0),
+        ("a NUL-filled tail", _line() + b"\n" + b"\x00" * 5000, 1, 1),
+        ("CRLF", _line() + b"\r\n" + _line(2000) + b"\r\n", 2, 0),
+        ("a lone CR", _line() + b"\r" + _line(2000) + b"\n", 0, 1),
+        ("a 1 MB line", _line(ua="A" * (1 << 20)) + b"\n" + _line() + b"\n", 2, 0),
+        ("a truncated last line", _line() + b"\n" + _line()[:40], 1, 1),
+        ("binary garbage", GARBAGE + b"\n", 0, 1),
+        ("TLS handshake as request", _line().replace(b"GET /production/file_metadata/modules/a HTTP/1.1",
+                                                     b"\\x16\\x03\\x01\\x02\\x00\\x01") + b"\n", 1, 0),
+    ],
+)  # fmt: skip
+def test_named_malformations(ingest_text, name, data, rows, rejects):
+    s, req, rej = ingest_text(data, "combined_D", keep_going=True)
+    assert (s.rows, s.rejects) == (rows, rejects), name
+
+
+def test_an_empty_file_and_a_directory(tmp_path, ingest_text):
+    s, _, _ = ingest_text(b"", "combined_D")
+    assert (s.lines, s.rows, s.rejects) == (0, 0, 0)
+    d = tmp_path / "logs"
+    d.mkdir()
+    (d / "a.log").write_bytes(_line() + b"\n")
+    (d / "b.log").write_bytes(_line(2000) + b"\n" + _line(3000) + b"\n")
+    s = ingest([str(d)], format="combined_D", profile="none")
+    assert (s.lines, s.rows) == (3, 3)
+    assert s.store.sql("SELECT sum(duration_us) AS d FROM requests")["d"][0] == 6000
+
+
+def test_haproxy_quotes_inside_a_sample_fetch_capture(tmp_path):
+    """HAProxy 2.6 writes a sample fetch's quotes as they came (%{+Q}[capture.req.hdr(1)]):
+    the field ends at the quote the rest of the format can follow, the last at the end."""
+    fmt = (
+        "%ci:%cp [%tr] %ft %b/%s %TR/%Tw/%Tc/%Tr/%Ta %ST %B %tsc %{+Q}r "
+        "xff=%{+Q}[capture.req.hdr(0)] ua=%{+Q}[capture.req.hdr(1)]"
+    )
+    ua = 'Puppet/7.1.0 "patched" Ruby/2.7 (x86_64-linux) \\"x\\"'
+    lines = [
+        f'10.0.0.1:40000 [24/Nov/2026:10:00:00.123] fe be/app1 0/0/1/20/21 200 512 ---- "GET /a HTTP/1.1"'
+        f' xff="10.1.1.1" ua="{ua}"',
+        '10.0.0.2:40001 [24/Nov/2026:10:00:01.123] fe be/app1 0/0/1/30/31 200 512 ---- "GET /b HTTP/1.1"'
+        ' xff="10.1.1.2" ua="Puppet/7.1.0"',
+    ]
+    path = tmp_path / "q.log"
+    path.write_text("\n".join(lines) + "\n")
+    s = ingest([str(path)], format=fmt, dialect="haproxy", profile="none")
+    assert (s.rows, s.rejects) == (2, 0)
+    got = s.store.sql("SELECT line_no, duration_us, extra FROM requests ORDER BY line_no")
+    assert got["duration_us"].tolist() == [21000, 31000]
+    assert got["extra"][0] == {"capture.req.hdr(0)": "10.1.1.1", "capture.req.hdr(1)": ua}
+
+
+def test_a_line_cut_by_syslog_keeps_its_timers(tmp_path):
+    """HAProxy's `len 1024` cuts a long request line, which httplog writes last: the timers,
+    status and server before it are still the request's."""
+    sample = (Path(__file__).resolve().parents[1] / "sample_logs" / "haproxy.log").read_text().splitlines()
+    whole = next(x for x in sample if "be_puppet/app" in x and '"GET' in x)
+    long = whole.replace(" HTTP/1.1", "?" + "x" * 2000 + " HTTP/1.1")
+    cut = long.encode()[:1024].decode()
+    path = tmp_path / "cut.log"
+    path.write_text(f"{cut}\n{whole}\n")
+    s = ingest([str(path)], format="haproxy:httplog", profile="none")
+    assert (s.lines, s.rows, s.rejects) == (2, 2, 0)
+    got = s.store.sql("SELECT duration_us, status, server, request FROM requests ORDER BY line_no")
+    assert got["duration_us"][0] == got["duration_us"][1] and got["status"][0] == got["status"][1]
+    assert got["server"][0] == got["server"][1]
+    assert len(got["request"][0]) < len(long) and got["request"][0].startswith("GET ")
+
+
+# --- SQL injection: log content and options are data ------------------------------------------
+def _injections() -> list[str]:
+    found = []
+    folder = CORPUS / "tricky_crowdsec"
+    for path in sorted(folder.glob("*sqli*")) if folder.is_dir() else []:
+        for line in path.read_text(errors="replace").splitlines():
+            if '"' in line:
+                found.append(line.split('"')[1].split(" ")[1] if " " in line.split('"')[1] else line)
+    return found[:20] or ["' OR 1=1 --", "1'); DROP TABLE requests; --", '" UNION SELECT * FROM ingests --']
+
+
+@pytest.mark.parametrize("evil", _injections())
+def test_sql_in_logs_and_options_is_data(tmp_path, evil):
+    line = _line().decode().replace("/production/file_metadata/modules/a", "/x" + evil.replace(" ", "%20"))
+    path = tmp_path / "evil.log"
+    path.write_text(line.replace('"Ruby"', '"' + evil.replace('"', '\\"') + '"') + "\n")
+    s = ingest([str(path)], format="combined_D", profile="generic")
+    con = s.store.con
+    before = con.execute("SELECT count(*) FROM duckdb_tables()").fetchall()
+    for kw in ({"env": evil}, {"method": evil}, {"path_glob": evil}):
+        got = st.stats_records(con, by="user_agent", top=None, **kw)
+        assert got.rows == [] or got.rows[0]["requests"] == 1
+    got = st.stats_records(con, by="user_agent", top=None)
+    assert got.rows[0]["user_agent"] == evil and got.rows[0]["requests"] == 1
+    assert con.execute("SELECT count(*) FROM duckdb_tables()").fetchall() == before  # nothing dropped
+    with pytest.raises(FormatError):
+        ingest([str(path)], format=evil, profile="none")  # a name that is no preset
