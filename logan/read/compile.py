@@ -529,12 +529,10 @@ def _restore_lists(seg: list[str | Field], lists: bool, raw: dict[str, str]) -> 
 
 
 def _never_empty(f: Field) -> bool:
-    """A bare field the exact path's regex never reads as "" and whose type check would
-    let "" through (text): the split path checks it is not empty (`static/`, a missing
-    field beside a doubled space)."""
-    if re.fullmatch(VALUE_PATTERNS.get(f.spec.value, r"\S+"), "") is not None:
-        return False
-    return not convert(f.spec.convert, f.alias, f.spec.arg, "UTC").ok
+    """A bare field the exact path's regex never reads as "": the split paths check it is
+    not empty (`static/`, a missing field beside a doubled space), whatever its type check
+    would say of "" (nginx's upstream time reads "" as "-")."""
+    return re.fullmatch(VALUE_PATTERNS.get(f.spec.value, r"\S+"), "") is None
 
 
 def _body_sql(dialect: Dialect) -> str:
@@ -586,7 +584,12 @@ def _group_fields(
             raw[fields[0].alias] = text
             return [f"{text} <> ''"] if n == 1 and _never_empty(fields[0]) else []
         raw[fields[0].alias] = f"substr({text}, {len(pre) + 1}, length({text}) - {len(pre) + len(post)})"
-        return []
+        # the literal text around the field must be there as written ("[" and "]" of [%tr])
+        return [
+            f"length({text}) >= {len(pre) + len(post)}",
+            *([f"starts_with({text}, {sql_str(pre)})"] if pre else []),
+            *([f"ends_with({text}, {sql_str(post)})"] if post else []),
+        ]
     split = _split_fields(template, text, fields, f"{wname}_{start + 1}", raw, subsplits)
     if split is not None:
         return split

@@ -40,10 +40,16 @@ def _int(v: str, scale: int = 1, number: bool = False) -> Typed:
     return Typed(cast, f"({absent(v, number)} OR {cast} IS NOT NULL)")
 
 
+def _seconds_to_us(seconds: str) -> str:
+    """Seconds (a DECIMAL) as microseconds, NULL where they do not fit a BIGINT: a value
+    too big is the line's fault, a reject, never an overflow error that stops the ingest."""
+    return f"try(CAST({seconds} * 1000000 AS BIGINT))"
+
+
 def _decimal_seconds(v: str) -> Typed:
     # "0.123" seconds with ms resolution (nginx) -> microseconds, exact (no float rounding).
-    cast = f"TRY_CAST(nullif({v}, '-') AS DECIMAL(18,6))"
-    return Typed(f"CAST({cast} * 1000000 AS BIGINT)", f"({v} = '-' OR {cast} IS NOT NULL)")
+    us = _seconds_to_us(f"TRY_CAST(nullif({v}, '-') AS DECIMAL(38,6))")
+    return Typed(us, f"({v} = '-' OR {us} IS NOT NULL)")
 
 
 def _local_to_utc(ts_sql: str, tz: str) -> str:
@@ -155,12 +161,13 @@ def _upstream_sum(v: str, arg: str | None, tz: str) -> Typed:
     """Seconds with ms resolution, summed over the tries, in microseconds (exact)."""
     one = _decimal_seconds(f"coalesce(nullif({v}, ''), '-')")
     parts = f"list_filter(regexp_split_to_array({v}, {_LIST_SPLIT}), lambda x: x <> '-')"
-    total = f"list_sum(list_transform({parts}, lambda x: TRY_CAST(x AS DECIMAL(18,6))))"
-    good = f"list_bool_and(list_transform({parts}, lambda x: TRY_CAST(x AS DECIMAL(18,6)) IS NOT NULL))"
+    total = _seconds_to_us(f"list_sum(list_transform({parts}, lambda x: TRY_CAST(x AS DECIMAL(38,6))))")
+    good = f"list_bool_and(list_transform({parts}, lambda x: TRY_CAST(x AS DECIMAL(38,6)) IS NOT NULL))"
     many = f"(contains({v}, ', ') OR contains({v}, ' : '))"
+    fits = f"({total} IS NOT NULL OR {parts} = [])"  # a sum too big for microseconds is a reject
     return Typed(
-        f"CASE WHEN {many} THEN CAST({total} * 1000000 AS BIGINT) ELSE {one.sql} END",
-        f"CASE WHEN {many} THEN coalesce({good}, true) ELSE {one.ok} END",
+        f"CASE WHEN {many} THEN {total} ELSE {one.sql} END",
+        f"CASE WHEN {many} THEN coalesce({good}, true) AND {fits} ELSE {one.ok} END",
     )
 
 
@@ -173,8 +180,9 @@ def _upstream_count(v: str, arg: str | None, tz: str) -> Typed:
 def _epoch_decimal(v: str, arg: str | None, tz: str) -> Typed:
     """nginx $msec: epoch seconds with ms resolution ("1505682002.098"). DECIMAL(38,6): the
     microseconds since 1970 overflow DECIMAL(18) during the multiplication."""
-    cast = f"TRY_CAST(nullif({v}, '-') AS DECIMAL(38,6))"
-    return Typed(f"make_timestamp(CAST({cast} * 1000000 AS BIGINT))", f"({v} = '-' OR {cast} IS NOT NULL)")
+    seconds = f"TRY_CAST(nullif({v}, '-') AS DECIMAL(38,6))"
+    ts = f"try(make_timestamp({_seconds_to_us(seconds)}))"
+    return Typed(ts, f"({v} = '-' OR {ts} IS NOT NULL)")
 
 
 def _upper(v: str, arg: str | None, tz: str) -> Typed:
@@ -239,7 +247,8 @@ def _hex_int(v: str, arg: str | None, tz: str) -> Typed:
 def _epoch_hex(v: str, arg: str | None, tz: str) -> Typed:
     """%{+X}Ts: epoch seconds in hex."""
     t = _hex_int(v, arg, tz)
-    return Typed(f"make_timestamp({t.sql} * 1000000)", t.ok)
+    ts = f"try(make_timestamp({_seconds_to_us(t.sql)}))"
+    return Typed(ts, f"({t.ok} AND ({v} = '-' OR {ts} IS NOT NULL))")
 
 
 def _braces(v: str, arg: str | None, tz: str) -> Typed:

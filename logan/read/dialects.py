@@ -15,6 +15,7 @@ from functools import cache
 from pathlib import Path
 
 from logan.errors import FormatError
+from logan.read.convert import strftime_pattern
 from logan.read.syntax import TOKENIZERS, Directive, Token
 from logan.resources import parsers_dirs
 
@@ -113,6 +114,12 @@ class Dialect:
             merged.update(entry.get("with_arg", {}))
             merged.update(entry.get("args", {}).get(arg.lower(), {}))
         name = merged.get("name", d.key).replace("{arg}", arg or "").replace("{key}", d.key)
+        spaces = merged.get("spaces", 0)
+        if merged.get("value") == "int":
+            spaces = 0  # %{usec_frac}t: digits, whatever spaces the directive's other forms hold
+        elif merged.get("convert") == "strftime" and arg is not None:
+            # as many as the pattern writes: %{%Y-%m-%d %H:%M:%S}t one, %{%s}t none
+            spaces = strftime_pattern(arg.removeprefix("begin:").removeprefix("end:")).count(" ")
         return FieldSpec(
             directive=d.text,
             column=merged.get("column") or None,
@@ -120,7 +127,7 @@ class Dialect:
             value=merged.get("value", "token"),
             convert=merged.get("convert", "text"),
             arg=arg if arg is not None else merged.get("arg"),  # a table may give a pattern
-            spaces=merged.get("spaces", 0),
+            spaces=spaces,
             priority=merged.get("priority", 0),
             literal=merged.get("literal"),
             role=merged.get("role"),

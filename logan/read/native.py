@@ -146,7 +146,7 @@ def _word_steps(group: list[list], sep: str) -> list[_Lit | _Fld] | None:
             template.append(sep)
         template += [it for it in w if it is not _CONT]
     fields = [it for it in template if isinstance(it, Field)]
-    if len(fields) <= 1:
+    if len(fields) <= 1 or _stops_alike(template):
         return [_Fld(it) if isinstance(it, Field) else _Lit(it) for it in template]
     seps = template[1::2]
     if template[0::2] != fields or len(set(seps)) != 1 or len(seps[0]) != 1:
@@ -160,6 +160,23 @@ def _word_steps(group: list[list], sep: str) -> list[_Lit | _Fld] | None:
         ipv6 = j == 0 and len(fields) == 2 and fields[1].spec.value in NUMERIC_VALUES
         out.append(_Fld(f, last=True) if ipv6 else _Fld(f, also=frozenset([c])))
     return out
+
+
+def _stops_alike(template: list) -> bool:
+    """Several fields in one word, literal text between each two ([%{%F %T}t.%{usec_frac}t]),
+    where stopping each at the first byte of the text after it reads as the SQL path's
+    regex does: a lazy field (.+?) stops there too, and a number cannot hold that byte."""
+    for k, it in enumerate(template[:-1]):
+        if not isinstance(it, Field):
+            continue
+        nxt = template[k + 1]
+        if not isinstance(nxt, str) or not nxt:
+            return False
+        lazy = it.spec.value in ("time", "text")
+        number = it.spec.value in NUMERIC_VALUES and nxt[0] not in "0123456789+-"
+        if not (lazy or number):
+            return False
+    return True
 
 
 def _merged(steps: list[_Lit | _Fld]) -> list[_Lit | _Fld]:
