@@ -116,6 +116,20 @@ def test_version_and_short_help():
     assert r.returncode == 0 and "stats" in r.stdout and "ingest" in r.stdout
 
 
+@pytest.mark.parametrize("command", ["ingest", "stats", "sql", "formats"])
+def test_every_help_ends_with_an_example_that_runs(tmp_path, command):
+    text = " ".join(logan(command, "--help", columns=300).stdout.split())
+    assert "Example" in text.split("Options")[-1]  # after the options: the last thing shown
+    first = text[text.index("Example") :].split(":", 1)[1].split("·")[0].strip().split(" ")
+    assert first[0] == "logan" and first[1] == command
+    args = [a.strip('"') for a in first[2:]]
+    if command == "sql":  # against a store made for it
+        assert logan("ingest", str(PUPPET), "--db", str(tmp_path / "puppet.duckdb")).returncode == 0
+        args = ["--db", str(tmp_path / "puppet.duckdb"), " ".join(args[2:-2]), *args[-2:]]
+    r = logan(command, *[a.replace("sample_logs/", f"{SAMPLES}/") for a in args], cwd=tmp_path)
+    assert r.returncode == 0, (args, r.stderr)
+
+
 # --- A wrong format is said, not read as rejects -------------------------------------------------
 def test_a_wrong_format_stops_and_names_the_right_one(tmp_path):
     r = logan(

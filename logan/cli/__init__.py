@@ -17,8 +17,11 @@ from typer._click.exceptions import NoArgsIsHelpError, UsageError
 
 from logan import __version__
 from logan.cli.formats import formats_command
+from logan.cli.ingest import EXAMPLES as INGEST_EXAMPLES
 from logan.cli.ingest import ingest_command
+from logan.cli.sql import EXAMPLES as SQL_EXAMPLES
 from logan.cli.sql import sql_command
+from logan.cli.stats import EXAMPLES as STATS_EXAMPLES
 from logan.cli.stats import stats_command
 from logan.errors import EXIT_FAILURE, EXIT_USAGE, LoganError
 from logan.show.console import err, say_error
@@ -30,10 +33,10 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
     help="Where does the time go? Web-server access logs into DuckDB, broken down by endpoint.",
 )
-app.command("ingest")(ingest_command)
-app.command("stats")(stats_command)
-app.command("sql")(sql_command)
-app.command("formats")(formats_command)
+app.command("ingest", epilog=INGEST_EXAMPLES)(ingest_command)
+app.command("stats", epilog=STATS_EXAMPLES)(stats_command)
+app.command("sql", epilog=SQL_EXAMPLES)(sql_command)
+app.command("formats", epilog="Example: logan formats")(formats_command)
 
 
 def _version(show: bool) -> None:

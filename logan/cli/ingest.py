@@ -62,6 +62,13 @@ def _source_job(spec: str) -> tuple[list[str], str, str]:
     return [path], fmt, label
 
 
+EXAMPLES = (
+    "Examples: logan ingest sample_logs/puppet_access.log --db puppet.duckdb  ·  "
+    "logan ingest /var/log/nginx/ --db web.duckdb  ·  "
+    "logan ingest --db stack.duckdb --source lb=haproxy:httplog:lb.log --source app=combined_D:app.log"
+)
+
+
 def ingest_command(
     files: Annotated[list[str] | None, typer.Argument(help="log files, globs, .gz, or - for stdin")] = None,
     db: DbOpt = None,

@@ -12,6 +12,8 @@ from logan.errors import LoganError
 from logan.show.writers import write_frame
 from logan.store import open_store
 
+EXAMPLES = 'Example: logan sql --db puppet.duckdb "SELECT status, count(*) FROM requests GROUP BY 1" -o csv'
+
 
 def sql_command(
     query: Annotated[str, typer.Argument(help="SQL over requests, rejects, events, ingests")],

@@ -18,6 +18,12 @@ from logan.show.console import said_read
 from logan.show.stats import check_columns, write_stats, write_view
 from logan.units import parse_duration
 
+EXAMPLES = (
+    "Examples: logan stats sample_logs/puppet_access.log  ·  "
+    "logan stats --db puppet.duckdb --by environment --by indirector --sort p99 --top 10  ·  "
+    "logan stats access.log --by route --status 5xx --since 2h -o json"
+)
+
 
 def stats_command(
     files: opt.FilesArg = None,
