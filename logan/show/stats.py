@@ -47,7 +47,9 @@ def write_stats(
     total_requests: int = 0,
 ) -> None:
     """Write a stats_records() table to stdout (or a file for parquet) in the chosen form."""
-    if output.human:
+    if output.human and not table.rows:
+        write_human([], [], [], output, head)  # "No requests match.": no empty table under it
+    elif output.human:
         cols, rows, left, give = human_rows(table, dims or [], total_requests)
         write_human(cols, rows, left, output, head, give, shown_of(table, "groups"))
     else:
