@@ -36,7 +36,7 @@ def _int(v: str, scale: int = 1, number: bool = False) -> Typed:
     given = v if number else f"nullif({v}, '-')"
     cast = f"TRY_CAST({given} AS BIGINT)"
     if scale != 1:  # scaled in 128 bits: a huge value is a bad value, not an overflow error
-        cast = f"TRY_CAST(TRY_CAST({given} AS HUGEINT) * {scale} AS BIGINT)"
+        cast = f"try(CAST(TRY_CAST({given} AS HUGEINT) * {scale} AS BIGINT))"
     return Typed(cast, f"({absent(v, number)} OR {cast} IS NOT NULL)")
 
 
@@ -223,7 +223,7 @@ def _timer_ms(v: str, arg: str | None = None, tz: str = "UTC", number: bool = Fa
     """HAProxy timers: milliseconds, "-1" when the phase was never reached (NULL), and "+"
     before Ta/Tt with `option logasap` (the request was still running: a lower bound)."""
     # scaled in 128 bits: a huge value is a bad value, not an overflow error
-    us = f"TRY_CAST(TRY_CAST({v} AS HUGEINT) * 1000 AS BIGINT)"
+    us = f"try(CAST(TRY_CAST({v} AS HUGEINT) * 1000 AS BIGINT))"
     minus_one = "-1" if number else "'-1'"
     return Typed(
         f"CASE WHEN {v} = {minus_one} THEN NULL ELSE {us} END",
