@@ -19,6 +19,10 @@ from logan import __version__
 from logan.cli.formats import formats_command
 from logan.cli.ingest import EXAMPLES as INGEST_EXAMPLES
 from logan.cli.ingest import ingest_command
+from logan.cli.mail import EXAMPLES as MAIL_EXAMPLES
+from logan.cli.mail import mail_command
+from logan.cli.report import EXAMPLES as REPORT_EXAMPLES
+from logan.cli.report import report_command
 from logan.cli.sql import EXAMPLES as SQL_EXAMPLES
 from logan.cli.sql import sql_command
 from logan.cli.stats import EXAMPLES as STATS_EXAMPLES
@@ -37,6 +41,8 @@ app.command("ingest", epilog=INGEST_EXAMPLES)(ingest_command)
 app.command("stats", epilog=STATS_EXAMPLES)(stats_command)
 app.command("sql", epilog=SQL_EXAMPLES)(sql_command)
 app.command("formats", epilog="Example: logan formats")(formats_command)
+app.command("report", epilog=REPORT_EXAMPLES)(report_command)
+app.command("mail", epilog=MAIL_EXAMPLES)(mail_command)
 
 
 def _version(show: bool) -> None:

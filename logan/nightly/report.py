@@ -1,0 +1,469 @@
+"""The nightly report as data: a list of sections, each a small function of a store's
+connection, the period and the report's options that returns a Section (title, key figures
+or tables, an optional chart, a one-line verdict). logan.show.report_html and
+logan.show.report_text render a Report; neither computes anything.
+
+SECTIONS is the one registry. A section whose answer this version does not have
+(incidents, what got slower, the simulated cache saving) is listed without a function and
+renders as "not available in this version": plugging it in is giving it its function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime, time, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import duckdb
+
+from logan import schema
+from logan.answer import stats as st
+from logan.answer.inputs import ReadOptions, requests_of
+from logan.errors import LoganError
+from logan.show import charts
+from logan.units import format_count, format_us, missing
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+NOT_AVAILABLE = "not available in this version"
+# A change smaller than this (relative) is "about the same": no arrow says better or worse.
+STEADY = 0.02
+
+
+# --- The period ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Period:
+    """One local day as a UTC range [start, end) (naive, the store's convention)."""
+
+    day: date
+    tz: str
+    start: datetime
+    end: datetime
+
+    @property
+    def label(self) -> str:
+        return self.day.isoformat()
+
+    @property
+    def hours(self) -> int:
+        return round((self.end - self.start).total_seconds() / 3600)
+
+    def days_before(self, days: int) -> Period:
+        return day_period(self.day - timedelta(days=days), self.tz)
+
+    def filters(self) -> dict:
+        return {"since": self.start, "until": self.end}
+
+
+def zone(tz: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise LoganError(f"unknown time zone {tz!r} (use e.g. UTC, Europe/Berlin)") from None
+
+
+def day_period(day: date, tz: str = "UTC") -> Period:
+    """The local day `day` in `tz` (23 or 25 hours on the days clocks change)."""
+    z = zone(tz)
+
+    def utc(d: date) -> datetime:
+        return datetime.combine(d, time(), z).astimezone(UTC).replace(tzinfo=None)
+
+    return Period(day, tz, utc(day), utc(day + timedelta(days=1)))
+
+
+def last_complete_day(tz: str = "UTC", now: datetime | None = None) -> Period:
+    """Yesterday in `tz`: the last day that is over."""
+    now = now or datetime.now(UTC)
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=UTC)
+    return day_period(now.astimezone(zone(tz)).date() - timedelta(days=1), tz)
+
+
+def parse_day(text: str | None, tz: str, con: duckdb.DuckDBPyConnection | None = None) -> Period:
+    """--day: an ISO date, 'yesterday' (default) or 'latest' (the last day with requests)."""
+    if text in (None, "", "yesterday"):
+        return last_complete_day(tz)
+    if text == "latest":
+        newest = con.execute("SELECT max(ts_start) FROM requests").fetchall()[0][0] if con else None
+        if newest is None:
+            raise LoganError("--day latest: the store has no requests")
+        return day_period(newest.replace(tzinfo=UTC).astimezone(zone(tz)).date(), tz)
+    try:
+        return day_period(date.fromisoformat(text), tz)
+    except ValueError:
+        raise LoganError(f"--day {text!r}: use a date (2026-11-23), yesterday or latest") from None
+
+
+# --- What a section holds -----------------------------------------------------------------
+@dataclass(frozen=True)
+class Change:
+    """A figure against an earlier one: `worse` is None where more is neither (a count)."""
+
+    text: str  # "+40%", "+0.3 pp", "new", "-"
+    arrow: str  # "▲", "▼", "=" or ""
+    worse: bool | None
+
+
+@dataclass(frozen=True)
+class Figure:
+    key: str  # requests, total_us, p50_us, p95_us, p99_us, error_share
+    name: str
+    kind: str  # count | us | share: how show/ writes the value
+    value: float | None
+    vs_previous: Change
+    vs_week: Change
+
+
+@dataclass
+class Table:
+    caption: str
+    frame: pd.DataFrame
+    kinds: dict[str, str] = field(default_factory=dict)  # column -> us | count | share | time
+
+
+@dataclass
+class Section:
+    key: str
+    title: str
+    verdict: str = ""
+    figures: list[Figure] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    chart: bytes | None = None  # PNG
+    chart_alt: str = ""
+    available: bool = True
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """What a report shows: `by` groups where the time went and the cache candidates;
+    `failed` and `missing` come from the job (sources it could not read or found no file
+    for); `slos` are upper limits of headline figures (p95_us, error_share...)."""
+
+    label: str = ""
+    by: tuple[str, ...] = ("indirector",)
+    top: int = 10
+    charts: bool = True
+    stale_us: int = 3_600_000_000  # a source whose newest request is this old stopped growing
+    slos: dict[str, float] = field(default_factory=dict)
+    failed: tuple[tuple[str, str], ...] = ()
+    missing: tuple[str, ...] = ()
+
+
+@dataclass
+class Report:
+    label: str
+    period: Period
+    sections: list[Section]
+    failed: tuple[tuple[str, str], ...] = ()
+
+    def section(self, key: str) -> Section | None:
+        return next((s for s in self.sections if s.key == key), None)
+
+    def charts(self) -> dict[str, bytes]:
+        """The PNG of each section that has one, by section key."""
+        return {s.key: s.chart for s in self.sections if s.chart}
+
+    def subject(self) -> str:
+        """'logan: web01 2026-11-23: p95 +40%, 1 source failed'."""
+        head = self.section("headline")
+        parts = [head.verdict] if head and head.verdict else []
+        incidents = self.section("incidents")
+        if incidents and incidents.available and incidents.verdict:
+            parts.append(incidents.verdict)
+        if self.failed:
+            parts.append(f"{len(self.failed)} source{'s' if len(self.failed) > 1 else ''} failed")
+        name = f"{self.label} " if self.label else ""
+        return f"logan: {name}{self.period.label}: {', '.join(parts) or 'no requests'}"
+
+
+SectionFn = Callable[[duckdb.DuckDBPyConnection, Period, ReportOptions], Section]
+
+
+# --- Comparing figures --------------------------------------------------------------------
+def change(now: float | None, before: float | None, kind: str, more_is_worse: bool | None) -> Change:
+    """`now` against `before`: relative for counts and times, in percentage points for
+    shares; within STEADY (2%) of each other it is the same."""
+    if missing(now) or missing(before):
+        return Change("-", "", None)
+    if kind == "share":
+        diff = (now - before) * 100
+        text, same = f"{diff:+.2g} pp", abs(diff) < 0.05
+    elif before == 0:
+        return Change("new" if now else "=", "▲" if now else "=", more_is_worse if now else None)
+    else:
+        ratio = (now - before) / before
+        text, same = f"{ratio:+.0%}", abs(ratio) < STEADY
+    if same:
+        return Change(text, "=", None)
+    up = now > before
+    return Change(text, "▲" if up else "▼", None if more_is_worse is None else up == more_is_worse)
+
+
+# key, name, kind, more is worse
+HEADLINE = [
+    ("requests", "requests", "count", None),
+    ("total_us", "server time", "us", True),
+    ("p50_us", "p50", "us", True),
+    ("p95_us", "p95", "us", True),
+    ("p99_us", "p99", "us", True),
+    ("error_share", "5xx share", "share", True),
+]
+
+
+def headline_figures(con: duckdb.DuckDBPyConnection, period: Period) -> dict[str, float | None]:
+    """requests, total_us, p50/p95/p99_us and error_share (5xx) of the requests that
+    started in `period`, from queries/summary.sql and percentiles.sql."""
+    totals = st.summary(con, **period.filters())
+    pct = st.named_records(con, "percentiles", top=None, **period.filters()).rows[0]
+    return {k: (totals if k in totals else pct)[k] for k, *_ in HEADLINE}
+
+
+def headline_section(con: duckdb.DuckDBPyConnection, period: Period, options: ReportOptions) -> Section:
+    now = headline_figures(con, period)
+    prev = headline_figures(con, period.days_before(1))
+    week = headline_figures(con, period.days_before(7))
+    figures = [
+        Figure(
+            k, name, kind, now[k], change(now[k], prev[k], kind, worse), change(now[k], week[k], kind, worse)
+        )
+        for k, name, kind, worse in HEADLINE
+    ]
+    section = Section("headline", "The day in figures", headline_verdict(figures), figures)
+    breaches = [f"{f.name} over its SLO" for f in figures if f.key in options.slos and over(f, options)]
+    if breaches:
+        section.verdict += ", " + ", ".join(breaches)
+    if options.charts and now["requests"]:
+        this = st.view(con, "hourly", **period.filters())
+        before = st.view(con, "hourly", **period.days_before(7).filters())
+        week = period.days_before(7)
+        section.chart = charts.day_chart(this, before, period.start, week.start, period.hours, period.tz)
+        section.chart_alt = "requests and p95 per hour, against the same weekday a week before"
+    return section
+
+
+def over(f: Figure, options: ReportOptions) -> bool:
+    return not missing(f.value) and f.value > options.slos[f.key]
+
+
+def headline_verdict(figures: list[Figure]) -> str:
+    """The subject line's words: the p95 against the day before ('p95 +40%')."""
+    by_key = {f.key: f for f in figures}
+    if not by_key["requests"].value:
+        return "no requests"
+    p95 = by_key["p95_us"]
+    if missing(p95.value):
+        return f"{format_count(by_key['requests'].value)} requests, no response times"
+    if p95.vs_previous.text in ("-", "new"):
+        return f"p95 {format_us(p95.value)}"
+    return f"p95 {p95.vs_previous.text}"
+
+
+# --- The sections -------------------------------------------------------------------------
+RANKED_KINDS = {"requests": "count", "total_us": "us", "share": "share", "p50_us": "us", "p95_us": "us",
+                "p99_us": "us", "error_share": "share"}  # fmt: skip
+
+
+def time_section(con: duckdb.DuckDBPyConnection, period: Period, options: ReportOptions) -> Section:
+    """Where the time went: the groups of `by` with most server time."""
+    dims = st.dimension_columns(options.by)
+    found = st.stats_records(con, by=options.by, sort="total", top=options.top, **period.filters())
+    frame = found.frame()
+    section = Section("time", "Where the time went")
+    if frame.empty:
+        section.verdict = "no requests"
+        return section
+    frame = frame[[*dims, *RANKED_KINDS]]
+    section.tables.append(Table(f"top {options.top} by server time", frame, RANKED_KINDS))
+    first = frame.iloc[0]
+    name = " ".join("-" if missing(first[d]) else str(first[d]) for d in dims)
+    if not missing(first["share"]):
+        section.verdict = f"{name}: {first['share']:.0%} of server time"
+        if options.charts:
+            labels = [
+                " ".join("-" if missing(r[d]) else str(r[d]) for d in dims) for _, r in frame.iterrows()
+            ]
+            section.chart = charts.bar_chart(labels, list(frame["share"] * 100), "% of server time")
+            section.chart_alt = "share of server time by group"
+    return section
+
+
+CACHE_KINDS = {"requests": "count", "urls": "count", "clients": "count", "total_us": "us",
+               "saved_us": "us", "saved_share": "share", "hit_share": "share"}  # fmt: skip
+
+
+def cache_section(con: duckdb.DuckDBPyConnection, period: Period, options: ReportOptions) -> Section:
+    """Cache candidates (queries/cache_candidates.sql): the GET/HEAD groups whose repeated
+    answers cost most."""
+    dims = st.dimension_columns(options.by)
+    frame = st.named_view(con, "cache", by=options.by, top=options.top, **period.filters())
+    section = Section("cache", "Cache candidates")
+    frame = frame[frame["saved_us"].fillna(0) > 0] if not frame.empty else frame
+    if frame.empty:
+        section.verdict = "no repeated GET answers with response times"
+        return section
+    frame = frame[[*dims, *CACHE_KINDS]]
+    section.tables.append(Table("upper bound of the time a URL-keyed cache would save", frame, CACHE_KINDS))
+    total = frame["saved_share"].sum()
+    section.verdict = f"up to {total:.0%} of server time in the top {len(frame)}"
+    return section
+
+
+GROWTH_KINDS = {"requests": "count", "before": "count", "added": "count", "total_us": "us"}
+
+
+def requesters_section(con: duckdb.DuckDBPyConnection, period: Period, options: ReportOptions) -> Section:
+    """Requesters that sent more requests than the day before (new ones included)."""
+    section = Section("requesters", "Requesters that grew")
+    keys = ["requester", "requester_group"]
+    now = st.stats_records(con, by="requester", sort="count", top=None, **period.filters()).frame()
+    if now.empty or now["requester"].isna().all():
+        section.verdict = "no requesters in the log"
+        return section
+    prev = st.stats_records(con, by="requester", sort="count", top=None, **period.days_before(1).filters())
+    if not prev.rows:
+        section.verdict = "no requests the day before to compare with"
+        return section
+    before = prev.frame()[[*keys, "requests"]].rename(columns={"requests": "before"})
+    both = now[[*keys, "requests", "total_us"]].merge(before, on=keys, how="left")
+    both["before"] = both["before"].fillna(0).astype("int64")
+    both["added"] = both["requests"] - both["before"]
+    grew = both[both["added"] > 0].sort_values(["added", "requester"], ascending=[False, True])
+    grew = grew.head(options.top)[[*keys, "requests", "before", "added", "total_us"]]
+    if grew.empty:
+        section.verdict = "none sent more requests than the day before"
+        return section
+    section.tables.append(
+        Table("more requests than the day before", grew.reset_index(drop=True), GROWTH_KINDS)
+    )
+    new = int((grew["before"] == 0).sum())
+    section.verdict = f"{len(grew)} grew" + (f", {new} new" if new else "")
+    return section
+
+
+HEALTH_KINDS = {"lines": "count", "rows": "count", "rejects": "count", "requests": "count", "newest": "time"}
+
+
+def source_health(con: duckdb.DuckDBPyConnection, period: Period) -> pd.DataFrame:
+    """Per source (the `ingests` table): lines, rows and rejects read, the requests that
+    started in the period and the newest request before its end."""
+    return con.execute(
+        f"""
+        WITH r AS (
+          SELECT ingest_id,
+                 sum(CASE WHEN ts_start >= ? THEN 1 ELSE 0 END) AS requests,
+                 max(ts_start) AS newest
+          FROM {schema.REQUESTS_TABLE} WHERE ts_start < ? GROUP BY ingest_id
+        )
+        SELECT i.source, sum(i.lines) AS lines, sum(i.rows) AS rows, sum(i.rejects) AS rejects,
+               CAST(coalesce(sum(r.requests), 0) AS BIGINT) AS requests, max(r.newest) AS newest
+        FROM ingests AS i LEFT JOIN r ON r.ingest_id = i.ingest_id
+        GROUP BY i.source ORDER BY i.source
+        """,
+        [period.start, period.end],
+    ).df()
+
+
+def source_state(row: pd.Series, period: Period, options: ReportOptions) -> str:
+    if Path(row["source"]).is_absolute() and not Path(row["source"]).exists():
+        return "missing"
+    if missing(row["newest"]):
+        return "no requests"
+    if (period.end - row["newest"].to_pydatetime()).total_seconds() * 1e6 > options.stale_us:
+        return "stopped growing"
+    return "ok"
+
+
+def health_section(con: duckdb.DuckDBPyConnection, period: Period, options: ReportOptions) -> Section:
+    """Ingest health: lines, rejects by reason, sources that failed, went missing or
+    stopped growing."""
+    import pandas as pd
+
+    section = Section("health", "Ingest health")
+    sources = source_health(con, period)
+    sources["state"] = [source_state(r, period, options) for _, r in sources.iterrows()]
+    extra = [(s, f"failed: {why}") for s, why in options.failed]
+    extra += [(s, "missing: no file matches") for s in options.missing]
+    if extra:
+        added = pd.DataFrame({"source": [s for s, _ in extra], "state": [w for _, w in extra]})
+        sources = pd.concat([added, sources], ignore_index=True)
+    section.tables.append(Table("sources", sources, HEALTH_KINDS))
+    reasons = con.execute(
+        "SELECT reason, count(*) AS lines FROM rejects GROUP BY reason ORDER BY lines DESC, reason LIMIT ?",
+        [options.top],
+    ).df()
+    if not reasons.empty:
+        section.tables.append(Table("rejected lines by reason", reasons, {"lines": "count"}))
+    bad = sources[sources["state"] != "ok"]
+    lines, rejects = sources["lines"].fillna(0).sum(), sources["rejects"].fillna(0).sum()
+    section.verdict = f"{format_count(lines)} lines, {format_count(rejects)} rejected"
+    if len(bad):
+        section.verdict += f"; {len(bad)} source{'s' if len(bad) > 1 else ''} not ok"
+    return section
+
+
+@dataclass(frozen=True)
+class SectionSpec:
+    key: str
+    title: str
+    build: SectionFn | None  # None: not in this version
+
+
+SECTIONS: list[SectionSpec] = [
+    SectionSpec("headline", "The day in figures", headline_section),
+    SectionSpec("incidents", "Incidents", None),  # logan.answer.incidents, with the timeline picture
+    SectionSpec("slower", "What got slower or faster", None),  # logan.answer.compare
+    SectionSpec("time", "Where the time went", time_section),
+    SectionSpec("cache", "Cache candidates", cache_section),
+    SectionSpec("cache_saving", "Simulated cache saving", None),  # logan.answer.cache_sim
+    SectionSpec("requesters", "Requesters that grew", requesters_section),
+    SectionSpec("health", "Ingest health", health_section),
+]
+SECTION_KEYS = [s.key for s in SECTIONS]
+
+
+def chosen(keys: Sequence[str] | None) -> list[SectionSpec]:
+    """The sections named (all when None), in the report's order."""
+    if keys is None:
+        return list(SECTIONS)
+    unknown = [k for k in keys if k not in SECTION_KEYS]
+    if unknown:
+        raise LoganError(f"unknown report section {unknown[0]!r}; use {', '.join(SECTION_KEYS)}")
+    return [s for s in SECTIONS if s.key in keys]
+
+
+def build_report(
+    con: duckdb.DuckDBPyConnection,
+    period: Period,
+    options: ReportOptions = ReportOptions(),
+    sections: Sequence[str] | None = None,
+) -> Report:
+    """The report of `period` over the store's `requests`: each chosen section's function
+    run once, the ones this version lacks marked not available."""
+    made = []
+    for spec in chosen(sections):
+        if spec.build is None:
+            made.append(Section(spec.key, spec.title, NOT_AVAILABLE, available=False))
+        else:
+            made.append(replace(spec.build(con, period, options), title=spec.title))
+    return Report(options.label, period, made, tuple(options.failed))
+
+
+def report_of(
+    files: Sequence[str] | None,
+    db: str | Path | None,
+    day: str | None = None,
+    tz: str = "UTC",
+    options: ReportOptions = ReportOptions(),
+    sections: Sequence[str] | None = None,
+    read: ReadOptions | None = None,
+) -> Report:
+    """The report of `day` (parse_day) over log FILES or a --db store, as every command
+    reads them (logan.answer.inputs.requests_of)."""
+    chosen(sections)  # unknown names fail before any log is read
+    with requests_of(files, db, None, read) as store:
+        return build_report(store.con, parse_day(day, tz, store.con), options, sections)
