@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import duckdb
 
@@ -24,58 +23,27 @@ from logan.answer import stats as st
 from logan.answer.inputs import ReadOptions, requests_of
 from logan.errors import LoganError
 from logan.show import charts
+from logan.show.report_model import (
+    NOT_AVAILABLE,
+    Change,
+    Figure,
+    Period,
+    Report,
+    Section,
+    Table,
+    day_period,
+    zone,
+)
 from logan.units import format_count, format_us, missing
 
 if TYPE_CHECKING:
     import pandas as pd
 
-NOT_AVAILABLE = "not available in this version"
 # A change smaller than this (relative) is "about the same": no arrow says better or worse.
 STEADY = 0.02
 
 
 # --- The period ---------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Period:
-    """One local day as a UTC range [start, end) (naive, the store's convention)."""
-
-    day: date
-    tz: str
-    start: datetime
-    end: datetime
-
-    @property
-    def label(self) -> str:
-        return self.day.isoformat()
-
-    @property
-    def hours(self) -> int:
-        return round((self.end - self.start).total_seconds() / 3600)
-
-    def days_before(self, days: int) -> Period:
-        return day_period(self.day - timedelta(days=days), self.tz)
-
-    def filters(self) -> dict:
-        return {"since": self.start, "until": self.end}
-
-
-def zone(tz: str) -> ZoneInfo:
-    try:
-        return ZoneInfo(tz)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise LoganError(f"unknown time zone {tz!r} (use e.g. UTC, Europe/Berlin)") from None
-
-
-def day_period(day: date, tz: str = "UTC") -> Period:
-    """The local day `day` in `tz` (23 or 25 hours on the days clocks change)."""
-    z = zone(tz)
-
-    def utc(d: date) -> datetime:
-        return datetime.combine(d, time(), z).astimezone(UTC).replace(tzinfo=None)
-
-    return Period(day, tz, utc(day), utc(day + timedelta(days=1)))
-
-
 def last_complete_day(tz: str = "UTC", now: datetime | None = None) -> Period:
     """Yesterday in `tz`: the last day that is over."""
     now = now or datetime.now(UTC)
@@ -99,45 +67,6 @@ def parse_day(text: str | None, tz: str, con: duckdb.DuckDBPyConnection | None =
         raise LoganError(f"--day {text!r}: use a date (2026-11-23), yesterday or latest") from None
 
 
-# --- What a section holds -----------------------------------------------------------------
-@dataclass(frozen=True)
-class Change:
-    """A figure against an earlier one: `worse` is None where more is neither (a count)."""
-
-    text: str  # "+40%", "+0.3 pp", "new", "-"
-    arrow: str  # "▲", "▼", "=" or ""
-    worse: bool | None
-
-
-@dataclass(frozen=True)
-class Figure:
-    key: str  # requests, total_us, p50_us, p95_us, p99_us, error_share
-    name: str
-    kind: str  # count | us | share: how show/ writes the value
-    value: float | None
-    vs_previous: Change
-    vs_week: Change
-
-
-@dataclass
-class Table:
-    caption: str
-    frame: pd.DataFrame
-    kinds: dict[str, str] = field(default_factory=dict)  # column -> us | count | share | time
-
-
-@dataclass
-class Section:
-    key: str
-    title: str
-    verdict: str = ""
-    figures: list[Figure] = field(default_factory=list)
-    tables: list[Table] = field(default_factory=list)
-    chart: bytes | None = None  # PNG
-    chart_alt: str = ""
-    available: bool = True
-
-
 @dataclass(frozen=True)
 class ReportOptions:
     """What a report shows: `by` groups where the time went and the cache candidates;
@@ -152,33 +81,6 @@ class ReportOptions:
     slos: dict[str, float] = field(default_factory=dict)
     failed: tuple[tuple[str, str], ...] = ()
     missing: tuple[str, ...] = ()
-
-
-@dataclass
-class Report:
-    label: str
-    period: Period
-    sections: list[Section]
-    failed: tuple[tuple[str, str], ...] = ()
-
-    def section(self, key: str) -> Section | None:
-        return next((s for s in self.sections if s.key == key), None)
-
-    def charts(self) -> dict[str, bytes]:
-        """The PNG of each section that has one, by section key."""
-        return {s.key: s.chart for s in self.sections if s.chart}
-
-    def subject(self) -> str:
-        """'logan: web01 2026-11-23: p95 +40%, 1 source failed'."""
-        head = self.section("headline")
-        parts = [head.verdict] if head and head.verdict else []
-        incidents = self.section("incidents")
-        if incidents and incidents.available and incidents.verdict:
-            parts.append(incidents.verdict)
-        if self.failed:
-            parts.append(f"{len(self.failed)} source{'s' if len(self.failed) > 1 else ''} failed")
-        name = f"{self.label} " if self.label else ""
-        return f"logan: {name}{self.period.label}: {', '.join(parts) or 'no requests'}"
 
 
 SectionFn = Callable[[duckdb.DuckDBPyConnection, Period, ReportOptions], Section]
@@ -369,7 +271,8 @@ def source_health(con: duckdb.DuckDBPyConnection, period: Period) -> pd.DataFram
 
 
 def source_state(row: pd.Series, period: Period, options: ReportOptions) -> str:
-    if Path(row["source"]).is_absolute() and not Path(row["source"]).exists():
+    source = row["source"]
+    if isinstance(source, str) and Path(source).is_absolute() and not Path(source).exists():
         return "missing"
     if missing(row["newest"]):
         return "no requests"
@@ -464,6 +367,8 @@ def report_of(
 ) -> Report:
     """The report of `day` (parse_day) over log FILES or a --db store, as every command
     reads them (logan.answer.inputs.requests_of)."""
-    chosen(sections)  # unknown names fail before any log is read
+    chosen(sections)  # unknown names, days and zones fail before any log is read
+    if day != "latest":
+        parse_day(day, tz)
     with requests_of(files, db, None, read) as store:
         return build_report(store.con, parse_day(day, tz, store.con), options, sections)

@@ -29,7 +29,7 @@ from logan.show.report_html import render_html
 from logan.show.report_text import render_text
 
 if TYPE_CHECKING:
-    from logan.nightly.report import Report
+    from logan.show.report_model import Report
 
 # Exit statuses of a mail that could not be sent (0-3: logan.errors).
 EXIT_MAIL_CONNECT = 4  # no connection: refused, unknown host, timed out, dropped

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from logan.show.report_text import FIGURE_HEADINGS, figure_cells, period_line, table_cells
 
 if TYPE_CHECKING:
-    from logan.nightly.report import Report
+    from logan.show.report_model import Report
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 

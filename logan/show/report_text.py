@@ -15,7 +15,7 @@ from logan.show.writers import markdown_escape, markdown_table
 from logan.units import format_count, format_us, missing
 
 if TYPE_CHECKING:
-    from logan.nightly.report import Figure, Report, Section, Table
+    from logan.show.report_model import Figure, Report, Section, Table
 
 FORMS = ("html", "markdown", "text")
 
