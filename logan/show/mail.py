@@ -146,7 +146,9 @@ def send(msg: EmailMessage, smtp: Smtp) -> None:
             f"{smtp.where} refused the sender {exc.sender}: {_said(exc)}", EXIT_MAIL_REFUSED
         ) from None
     except ssl.SSLError as exc:
-        why = getattr(exc, "verify_message", None) or exc.reason or str(exc)
+        why = exc.reason or str(exc)
+        if isinstance(exc, ssl.SSLCertVerificationError):  # say which CA to give it
+            why = f"certificate verify failed: {exc.verify_message} (--ca-file trusts another CA)"
         raise MailError(f"TLS with {smtp.where} failed: {why}", EXIT_MAIL_TLS) from None
     except (smtplib.SMTPException, OSError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else _said(exc)
