@@ -21,6 +21,8 @@ from logan.cli.ingest import EXAMPLES as INGEST_EXAMPLES
 from logan.cli.ingest import ingest_command
 from logan.cli.mail import EXAMPLES as MAIL_EXAMPLES
 from logan.cli.mail import mail_command
+from logan.cli.nightly import EXAMPLES as NIGHTLY_EXAMPLES
+from logan.cli.nightly import nightly_command
 from logan.cli.report import EXAMPLES as REPORT_EXAMPLES
 from logan.cli.report import report_command
 from logan.cli.sql import EXAMPLES as SQL_EXAMPLES
@@ -43,6 +45,7 @@ app.command("sql", epilog=SQL_EXAMPLES)(sql_command)
 app.command("formats", epilog="Example: logan formats")(formats_command)
 app.command("report", epilog=REPORT_EXAMPLES)(report_command)
 app.command("mail", epilog=MAIL_EXAMPLES)(mail_command)
+app.command("nightly", epilog=NIGHTLY_EXAMPLES)(nightly_command)
 
 
 def _version(show: bool) -> None:
