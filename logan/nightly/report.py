@@ -119,10 +119,8 @@ HEADLINE = [
 
 def headline_figures(con: duckdb.DuckDBPyConnection, period: Period) -> dict[str, float | None]:
     """requests, total_us, p50/p95/p99_us and error_share (5xx) of the requests that
-    started in `period`, from queries/summary.sql and percentiles.sql."""
-    totals = st.summary(con, **period.filters())
-    pct = st.named_records(con, "percentiles", top=None, **period.filters()).rows[0]
-    return {k: (totals if k in totals else pct)[k] for k, *_ in HEADLINE}
+    started in `period` (queries/day_figures.sql)."""
+    return st.view(con, "day_figures", **period.filters()).iloc[0].to_dict()
 
 
 def headline_section(con: duckdb.DuckDBPyConnection, period: Period, options: ReportOptions) -> Section:
@@ -222,15 +220,15 @@ def requesters_section(con: duckdb.DuckDBPyConnection, period: Period, options: 
     """Requesters that sent more requests than the day before (new ones included)."""
     section = Section("requesters", "Requesters that grew")
     keys = ["requester", "requester_group"]
-    now = st.stats_records(con, by="requester", sort="count", top=None, **period.filters()).frame()
+    now = st.view(con, "requester_counts", **period.filters())
     if now.empty or now["requester"].isna().all():
         section.verdict = "no requesters in the log"
         return section
-    prev = st.stats_records(con, by="requester", sort="count", top=None, **period.days_before(1).filters())
-    if not prev.rows:
+    prev = st.view(con, "requester_counts", **period.days_before(1).filters())
+    if prev.empty:
         section.verdict = "no requests the day before to compare with"
         return section
-    before = prev.frame()[[*keys, "requests"]].rename(columns={"requests": "before"})
+    before = prev[[*keys, "requests"]].rename(columns={"requests": "before"})
     both = now[[*keys, "requests", "total_us"]].merge(before, on=keys, how="left")
     both["before"] = both["before"].fillna(0).astype("int64")
     both["added"] = both["requests"] - both["before"]
@@ -347,6 +345,8 @@ def build_report(
 ) -> Report:
     """The report of `period` over the store's `requests`: each chosen section's function
     run once, the ones this version lacks marked not available."""
+    # cron mails whatever a job writes: no progress bar for the longer queries
+    con.execute("SET enable_progress_bar = false")
     made = []
     for spec in chosen(sections):
         if spec.build is None:
