@@ -87,6 +87,8 @@ def test_wheel_contains_data(installed):
     assert "logan/parsers/apache.toml" in names
     if (REPO / "queries").is_dir():
         assert {f"logan/queries/{n}" for n in repo_names("queries", "*.sql")} <= names
+    templates = {f"logan/show/templates/{p.name}" for p in (REPO / "logan/show/templates").glob("*.j2")}
+    assert templates and templates <= names  # the report's pages
 
 
 def test_installed_package_is_not_the_checkout(installed):
@@ -166,3 +168,13 @@ def test_installed_wheel_has_the_c_split_when_a_compiler_is_here(installed):
     probe = "import logan.read.native as n; print(n.available())"
     r = run([str(installed["py"]), "-c", probe], cwd=installed["cwd"])
     assert r.stdout.strip() == "True", r.stderr
+
+
+def test_installed_report_finds_its_template(installed):
+    cwd = installed["cwd"]
+    line = '192.0.2.{i} - - [10/Oct/2000:13:55:{i:02d} +0000] "GET /x/{i} HTTP/1.1" 200 {i} {d} "-" "t"'
+    lines = [line.format(i=i, d=i * 1000) for i in range(1, 31)]
+    (cwd / "day.log").write_text("\n".join(lines) + "\n")
+    r = run([str(installed["logan"]), "report", "day.log", "--day", "2000-10-10", "--out", "r.html"], cwd=cwd)
+    assert r.returncode == 0, r.stderr
+    assert "<!DOCTYPE html>" in (cwd / "r.html").read_text() and "30" in (cwd / "r.html").read_text()
