@@ -219,3 +219,30 @@ def test_config_mistakes_name_the_key_and_the_line(tmp_path, text, said):
     assert r.returncode == 2 and said in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and str(config) in r.stderr
     assert not (tmp_path / "s.duckdb").exists()  # nothing done before the file is right
+
+
+def test_a_config_becomes_the_job_s_options(tmp_path, monkeypatch):
+    from logan.nightly.config import load_config
+
+    (tmp_path / "pw").write_text("hunter2\n")
+    config = tmp_path / "logan.toml"
+    config.write_text(
+        'store = "s.duckdb"\nlabel = "web01"\ntz = "Europe/Berlin"\n[[sources]]\npath = "logs/*.log"\n'
+        'format = "nginx:timed"\n[report]\nby = ["route"]\ntop = 7\nstale = "2h"\n'
+        '[slo]\np95 = "300ms"\nerror_share = 0.01\n[mail]\nto = ["a@example.com"]\nfrom = "l@example.com"\n'
+        'smtp = "mail.example.com"\nsecurity = "ssl"\nuser = "u"\npassword_file = "pw"\n'
+    )
+    c = load_config(config)
+    assert c.store == tmp_path / "s.duckdb" and c.tz == "Europe/Berlin" and c.sections is None
+    assert [(s.path, s.format) for s in c.sources] == [("logs/*.log", "nginx:timed")]
+    r = c.report
+    assert (r.label, r.by, r.top, r.stale_us) == ("web01", ("route",), 7, 2 * 3600 * 10**6)
+    assert r.slos == {"p95_us": 300_000, "error_share": 0.01}
+    smtp = c.mail.smtp
+    assert (smtp.host, smtp.port, smtp.security, smtp.user, smtp.password) == (
+        "mail.example.com",
+        465,
+        "ssl",
+        "u",
+        "hunter2",
+    )

@@ -403,3 +403,12 @@ def test_help_ends_with_an_example_that_runs(tmp_path, command):
     assert r.returncode == 0, r.stderr
     made = [p for p in tmp_path.iterdir() if p.suffix in (".html", ".eml")]
     assert made and made[0].stat().st_size > 10_000
+
+
+def test_slo_breaches_are_in_the_verdict(con, rows):
+    p95 = np.percentile(on_local_day(rows, DAY)["duration_us"].dropna(), 95)
+    options = rp.ReportOptions(charts=False, slos={"p95_us": p95 - 1, "p99_us": 10**12, "error_share": 0.5})
+    verdict = rp.build_report(con, rp.day_period(DAY, TZ), options, ["headline"]).section("headline").verdict
+    assert verdict.endswith(", p95 over its SLO")
+    options = rp.ReportOptions(charts=False, slos={"p95_us": p95 + 1})
+    assert "SLO" not in rp.build_report(con, rp.day_period(DAY, TZ), options, ["headline"]).subject()
