@@ -201,6 +201,9 @@ def test_the_password_is_never_an_option(tmp_path):
     one_line(logan_mail(free_port(), "--user", USER, "--password-env", "NO_SUCH_VARIABLE_HERE"), 2,
              "--password-env NO_SUCH_VARIABLE_HERE")  # fmt: skip
     one_line(logan_mail(free_port(), "--ssl", "--starttls"), 2, "one of --starttls, --ssl")
+    no_to = ["logan", "mail", str(PUPPET), "--from", "l@example.com"]
+    r = subprocess.run(no_to, capture_output=True, text=True)
+    one_line(r, 2, "a recipient: --from ADDR --to ADDR")
     one_line(logan_mail(free_port(), "--password-file", str(tmp_path / "absent")), 2, "--password-file")
 
 

@@ -58,8 +58,8 @@ def mail_command(
         raise mail.LoganError("choose one of --starttls, --ssl, --no-tls")
     server = mail.smtp_server(smtp, security, user, mail.password_from(password_env, password_file),
                               str(ca_file) if ca_file else None)  # fmt: skip
-    if not sender:
-        raise mail.LoganError("give the sender: --from ADDR")
+    if not sender or not to:
+        raise mail.LoganError("give the sender and a recipient: --from ADDR --to ADDR")
     report = rep.make_report(files, db, day, tz, label, by, top, section, no_charts, log_format)
     msg = mail.message(report, sender, to or [])
     if dry_run is not None:
