@@ -146,6 +146,10 @@ def print_ingest_summary(s: IngestSummary) -> None:
     for src in s.sources:
         if src.detected:
             say(f"{src.source}: {src.detected}", err)
+        if src.resumed_at and not src.lines:
+            say(f"{src.source}: nothing new since line {src.resumed_at:,} (--reread reads it again)", err)
+        elif src.resumed_at:
+            say(f"{src.source}: read on from line {src.resumed_at + 1:,}, after what was read before", err)
     t = Table(show_header=False, box=None, pad_edge=False)
     t.add_row("lines read", f"{s.lines:,}")
     t.add_row("requests", f"{s.rows:,}")
