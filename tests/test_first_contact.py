@@ -291,3 +291,13 @@ def test_every_command_writes_csv_alike(tmp_path):
     assert formula == "'=1+2"
     raw = logan("sql", "--db", str(db), "-o", "csv", "--raw", "SELECT '=1+2' AS q").stdout.splitlines()[1]
     assert raw == "=1+2"
+
+
+def test_max_reject_ratio_makes_a_partial_read_exit_3(tmp_path):
+    log = tmp_path / "some_bad.log"
+    good = PUPPET.read_text().splitlines(keepends=True)[:3]
+    log.write_text("garbage\n" + "".join(good))  # one line in four is a reject
+    over = logan("ingest", str(log), "--format", "combined_D", "--max-reject-ratio", "0.2")
+    assert over.returncode == 3 and "25.0% of the lines read were rejects" in over.stderr
+    under = logan("ingest", str(log), "--format", "combined_D", "--max-reject-ratio", "0.3")
+    assert under.returncode == 0

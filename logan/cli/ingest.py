@@ -16,7 +16,7 @@ from logan.cli.prune import KeepOpt, cutoff, prune_and_say
 from logan.errors import EXIT_PARTIAL, LoganError
 from logan.read.follow import follow as follow_files
 from logan.read.ingest import IngestSummary, ingest, merge_summaries
-from logan.show.console import err, print_ingest_summary, said_skipped, say
+from logan.show.console import err, print_ingest_summary, said_skipped, said_too_many_rejects, say
 from logan.store import writing
 
 # Inputs smaller than this finish before a progress bar is worth drawing.
@@ -94,6 +94,7 @@ def ingest_command(
         bool, typer.Option("--reread", help="read files the store has read before again, whole")
     ] = False,
     keep: KeepOpt = None,
+    max_reject_ratio: opt.MaxRejectOpt = None,
     follow: Annotated[
         bool,
         typer.Option("--follow", "-f", help="keep reading as the files grow and rotate, until stopped"),
@@ -123,7 +124,7 @@ def ingest_command(
     print_ingest_summary(summary)
     if db is None:
         err.print("(in-memory store: nothing was kept; give --db FILE to keep the table)")
-    if said_skipped(summary):
+    if said_skipped(summary) | said_too_many_rejects(summary, max_reject_ratio):
         raise typer.Exit(EXIT_PARTIAL)
 
 

@@ -141,6 +141,14 @@ def said_skipped(s: IngestSummary) -> bool:
     return bool(s.skipped)
 
 
+def said_too_many_rejects(s: IngestSummary, limit: float | None) -> bool:
+    """A warning when more of the lines read than `limit` (a share) were rejects."""
+    if limit is None or not s.lines or s.rejects / s.lines <= limit:
+        return False
+    say(f"{s.rejects / s.lines:.1%} of the lines read were rejects: over --max-reject-ratio {limit:g}", err)
+    return True
+
+
 def print_ingest_summary(s: IngestSummary) -> None:
     """The closing summary of an ingest, on stderr (stdout stays for answers)."""
     for src in s.sources:
