@@ -51,7 +51,7 @@ class Side:
 
 
 @dataclass(frozen=True)
-class Test:
+class Criteria:
     """What counts as a change: see the module's docstring."""
 
     alpha: float = ALPHA
@@ -82,7 +82,7 @@ def compare(
     last day or week of the store) and A the same window that much earlier.
     """
     a, b = sides(con, con_b, a_since, a_until, b_since, b_until, baseline, filters)
-    return compare_sides(a, b, by, Test(alpha, min_requests, min_change))
+    return compare_sides(a, b, by, Criteria(alpha, min_requests, min_change))
 
 
 def sides(
@@ -145,7 +145,7 @@ def _instant(text: str | datetime, newest: datetime) -> datetime:
 
 
 def compare_sides(
-    a: Side, b: Side, by: Sequence[str] | str = ("indirector",), test: Test = Test()
+    a: Side, b: Side, by: Sequence[str] | str = ("indirector",), criteria: Criteria = Criteria()
 ) -> pd.DataFrame:
     """One row per group of `by` found on either side, largest change first within each
     verdict (regressions, then improvements, then the rest).
@@ -157,14 +157,14 @@ def compare_sides(
     """
     dims = dimension_columns(by)
     table = _side_by_side(_stats(a, by), _stats(b, by), dims)
-    tests = _tests(samples(a.con, by, **a.filters), samples(b.con, by, **b.filters), dims, test)
+    tests = _tests(samples(a.con, by, **a.filters), samples(b.con, by, **b.filters), dims, criteria)
     table = (
         table.merge(tests, on=dims, how="left")
         if len(tests)
         else table.assign(p_value=float("nan"), p_slower=float("nan"))
     )
     table["q_value"] = _adjusted(table["p_value"])
-    table["verdict"] = [_verdict(r, test) for r in table.itertuples()]
+    table["verdict"] = [_verdict(r, criteria) for r in table.itertuples()]
     return _ordered(table, dims)
 
 
@@ -189,8 +189,9 @@ def _side_by_side(a: pd.DataFrame, b: pd.DataFrame, dims: list[str]) -> pd.DataF
     return out
 
 
-def _tests(a: pd.DataFrame, b: pd.DataFrame, dims: list[str], test: Test) -> pd.DataFrame:
-    """Per group timed on both sides with `min_requests` each: Mann-Whitney U of B against A."""
+def _tests(a: pd.DataFrame, b: pd.DataFrame, dims: list[str], criteria: Criteria) -> pd.DataFrame:
+    """Per group timed on both sides: Mann-Whitney U of B against A. p_slower (U over the
+    pairs) for every such group; p_value only with `min_requests` a side."""
     import pandas as pd
     from scipy.stats import mannwhitneyu
 
@@ -198,10 +199,11 @@ def _tests(a: pd.DataFrame, b: pd.DataFrame, dims: list[str], test: Test) -> pd.
     rows = []
     for key, g in b.groupby(dims, dropna=False):
         xb, xa = g["duration_us"].to_numpy(), ga.get(key)
-        if xa is None or min(len(xa), len(xb)) < test.min_requests:
+        if xa is None:
             continue
         u, p = mannwhitneyu(xb, xa, alternative="two-sided", method="asymptotic")
-        rows.append([*key, float(p), float(u) / (len(xa) * len(xb))])
+        tested = min(len(xa), len(xb)) >= criteria.min_requests
+        rows.append([*key, float(p) if tested else float("nan"), float(u) / (len(xa) * len(xb))])
     return pd.DataFrame(rows, columns=[*dims, "p_value", "p_slower"])
 
 
@@ -217,7 +219,7 @@ def _adjusted(p: pd.Series) -> pd.Series:
     return q
 
 
-def _verdict(r: object, test: Test) -> str:
+def _verdict(r: object, criteria: Criteria) -> str:
     na, nb = r.a_requests, r.b_requests
     if na == 0:
         return "only B"
@@ -228,10 +230,10 @@ def _verdict(r: object, test: Test) -> str:
     if _missing(r.p_value):
         return "too few"
     ratio = r.ratio_p50
-    if r.q_value < test.alpha and not _missing(ratio):
-        if r.p_slower > 0.5 and ratio >= 1 + test.min_change:
+    if r.q_value < criteria.alpha and not _missing(ratio):
+        if r.p_slower > 0.5 and ratio >= 1 + criteria.min_change:
             return "regression"
-        if r.p_slower < 0.5 and ratio <= 1 / (1 + test.min_change):
+        if r.p_slower < 0.5 and ratio <= 1 / (1 + criteria.min_change):
             return "improvement"
     return "same"
 

@@ -21,7 +21,9 @@ from logan.show.compare import heading, side_label, write_compare
 from logan.show.console import said_read
 
 EXAMPLES = (
-    "Examples: logan compare before.log after.log  ·  "
+    "Examples: logan compare sample_logs/puppet_access.log "
+    "--a-until 2013-11-05T19:04 --b-since 2013-11-05T19:04  ·  "
+    "logan compare before.log after.log  ·  "
     "logan compare --a 'old/*.log' --b new.log --by route -o markdown  ·  "
     "logan compare --db puppet.duckdb --baseline 7d --since 24h  ·  "
     "logan compare access.log --a-until '2024-05-01 12:00' --b-since '2024-05-01 12:00' -o json"
@@ -80,8 +82,9 @@ def compare_command(
     by, filters = by or ["indirector"], opt.filters(since, until, env, method, status, path)
     dimension_columns(by)
     read = opt.read_options(format, dialect, tz, profile, rules, trusted_proxy, keep_going)
-    periods = any(v is not None for v in (a_since, a_until, b_since, b_until)) or baseline is not None
-    sets = two_sets(files or [], db, a or [], b or [], periods)
+    periods = any(v is not None for v in (a_since, a_until, b_since, b_until))
+    sets = two_sets(files or [], db, a or [], b or [], periods or baseline is not None)
+    cmp.check_periods(bool(sets), periods, baseline, filters)  # before any reading
     keep = cmp.columns_read(by, **filters)
     with ExitStack() as stack:
         if sets:
@@ -90,8 +93,7 @@ def compare_command(
         else:
             con, con_b = stack.enter_context(requests_of(files, db, keep, read, on_read=said_read)).con, None
         side_a, side_b = cmp.sides(con, con_b, a_since, a_until, b_since, b_until, baseline, filters)
-        test = cmp.Test(alpha, min_requests, min_change)
-        table = cmp.compare_sides(side_a, side_b, by, test)
+        table = cmp.compare_sides(side_a, side_b, by, cmp.Criteria(alpha, min_requests, min_change))
     names = sets or [None, None]
     labels = side_label(side_a.filters, names[0]), side_label(side_b.filters, names[1])
     head = heading(table, *labels, alpha, min_requests, min_change)
