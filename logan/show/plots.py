@@ -53,9 +53,9 @@ def label(values: tuple) -> str:
 
 def top_groups(samples: pd.DataFrame, dims: list[str], top: int) -> list[tuple]:
     """The `top` groups by total time (largest first), ties by name."""
-    totals = samples.groupby(dims, dropna=False)["duration_us"].sum()  # keys are tuples
-    ranked = sorted(totals.items(), key=lambda kv: (-kv[1], label(kv[0])))
-    return [k for k, _ in ranked[:top]]
+    totals = samples.groupby(dims, dropna=False)["duration_us"].sum()
+    keyed = [(k if isinstance(k, tuple) else (k,), v) for k, v in totals.items()]  # one column: no tuple
+    return [k for k, _ in sorted(keyed, key=lambda kv: (-kv[1], label(kv[0])))[:top]]
 
 
 def _rows_of(samples: pd.DataFrame, dims: list[str], key: tuple) -> pd.DataFrame:
