@@ -221,3 +221,27 @@ def test_the_help_example_runs():
     assert first[:2] == ["logan", "compare"]
     r = run(*[a.replace("sample_logs/", f"{REPO}/sample_logs/") for a in first[2:]])
     assert r.returncode == 0 and "regression" in r.stdout, r.stderr
+
+
+def test_groups_without_a_value_without_times_or_on_one_side_only():
+    # no environment (NULL) on both sides; an untimed group; a group only in B
+    rng = np.random.default_rng(5)
+
+    def side(factor: float, extra: list[dict]) -> Side:
+        us = (rng.lognormal(np.log(30_000), 0.4, 100) * factor).round().astype("int64")
+        rows = [{"environment": None, "status": 200, "duration_us": int(d), "ts_start": T0} for d in us]
+        rows += [{"environment": "prod", "status": 404, "duration_us": None, "ts_start": T0}] * 40
+        con = open_store(None).con
+        append_requests(con, pd.DataFrame(rows + extra))
+        return Side(con)
+
+    a = side(1.0, [])
+    b = side(1.5, [{"environment": "dev", "status": 500, "duration_us": 5, "ts_start": T0}])
+    got = compare_sides(a, b, by=["environment", "status"], criteria=Criteria())
+    verdicts = {(r.environment, r.status): r.verdict for r in got.itertuples()}
+    assert verdicts == {(None, 200): "regression", ("prod", 404): "no times", ("dev", 500): "only B"}
+    only_b = got[got.verdict == "only B"].iloc[0]
+    assert (only_b.a_requests, only_b.b_requests, only_b.b_max_us) == (0, 1, 5)
+    # an empty side: every group is only on the other
+    empty = Side(a.con, {"status": "3xx"})
+    assert set(compare_sides(empty, b, by="status")["verdict"]) == {"only B"}

@@ -25,7 +25,7 @@ from logan.answer.stats import columns_read as stats_columns_read
 from logan.answer.stats import stats_records
 from logan.answer.views import columns_named, dimension_columns, query_sql
 from logan.errors import LoganError
-from logan.units import DURATION, parse_duration
+from logan.units import DURATION, missing, parse_duration
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -158,11 +158,7 @@ def compare_sides(
     dims = dimension_columns(by)
     table = _side_by_side(_stats(a, by), _stats(b, by), dims)
     tests = _tests(samples(a.con, by, **a.filters), samples(b.con, by, **b.filters), dims, criteria)
-    table = (
-        table.merge(tests, on=dims, how="left")
-        if len(tests)
-        else table.assign(p_value=float("nan"), p_slower=float("nan"))
-    )
+    table = table.merge(tests, on=dims, how="left")
     table["q_value"] = _adjusted(table["p_value"])
     table["verdict"] = [_verdict(r, criteria) for r in table.itertuples()]
     return _ordered(table, dims)
@@ -170,7 +166,24 @@ def compare_sides(
 
 def _stats(side: Side, by: Sequence[str] | str) -> pd.DataFrame:
     found = stats_records(side.con, by=by, sort="total", top=None, **side.filters).frame()
-    return found[[*dimension_columns(by), *STATS]]
+    return _plain_groups(found[[*dimension_columns(by), *STATS]], dimension_columns(by))
+
+
+def _plain_groups(df: pd.DataFrame, dims: list[str]) -> pd.DataFrame:
+    """Group columns as plain Python values, None for a missing one, so that the groups of
+    both sides and of the tests join whatever dtype each frame gave them (an empty side,
+    a column of NULLs, 200 read as 200.0)."""
+    import pandas as pd
+
+    df = df.copy()
+    for d in dims:
+        plain = [None if missing(v) else int(v) if _integral(v) else v for v in df[d]]
+        df[d] = pd.Series(plain, dtype=object, index=df.index)
+    return df
+
+
+def _integral(v: object) -> bool:
+    return isinstance(v, float) and v.is_integer()
 
 
 def _side_by_side(a: pd.DataFrame, b: pd.DataFrame, dims: list[str]) -> pd.DataFrame:
@@ -195,16 +208,18 @@ def _tests(a: pd.DataFrame, b: pd.DataFrame, dims: list[str], criteria: Criteria
     import pandas as pd
     from scipy.stats import mannwhitneyu
 
-    ga = {k: g["duration_us"].to_numpy() for k, g in a.groupby(dims, dropna=False)}
+    # one grouping over both sides: a group's A and B are found together, NULL groups too
+    both = pd.concat([a.assign(_in_b=False), b.assign(_in_b=True)], ignore_index=True)
     rows = []
-    for key, g in b.groupby(dims, dropna=False):
-        xb, xa = g["duration_us"].to_numpy(), ga.get(key)
-        if xa is None:
+    for key, g in both.groupby(dims, dropna=False, sort=False):
+        in_b, us = g["_in_b"].to_numpy(), g["duration_us"].to_numpy()
+        xa, xb = us[~in_b], us[in_b]
+        if not len(xa) or not len(xb):
             continue
         u, p = mannwhitneyu(xb, xa, alternative="two-sided", method="asymptotic")
         tested = min(len(xa), len(xb)) >= criteria.min_requests
         rows.append([*key, float(p) if tested else float("nan"), float(u) / (len(xa) * len(xb))])
-    return pd.DataFrame(rows, columns=[*dims, "p_value", "p_slower"])
+    return _plain_groups(pd.DataFrame(rows, columns=[*dims, "p_value", "p_slower"]), dims)
 
 
 def _adjusted(p: pd.Series) -> pd.Series:
@@ -225,23 +240,17 @@ def _verdict(r: object, criteria: Criteria) -> str:
         return "only B"
     if nb == 0:
         return "only A"
-    if _missing(r.a_p50_us) or _missing(r.b_p50_us):
+    if missing(r.a_p50_us) or missing(r.b_p50_us):
         return "no times"
-    if _missing(r.p_value):
+    if missing(r.p_value):
         return "too few"
     ratio = r.ratio_p50
-    if r.q_value < criteria.alpha and not _missing(ratio):
+    if r.q_value < criteria.alpha and not missing(ratio):
         if r.p_slower > 0.5 and ratio >= 1 + criteria.min_change:
             return "regression"
         if r.p_slower < 0.5 and ratio <= 1 / (1 + criteria.min_change):
             return "improvement"
     return "same"
-
-
-def _missing(v: object) -> bool:
-    import pandas as pd
-
-    return v is None or bool(pd.isna(v))
 
 
 def _ordered(table: pd.DataFrame, dims: list[str]) -> pd.DataFrame:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from logan.answer.filters import filter_sql
-from logan.answer.views import dimension_columns, query_sql, run_arrow
+from logan.answer.views import query_sql, run_arrow
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -26,7 +26,4 @@ def samples(
     duration_us (int64 microseconds)."""
     where, params = filter_sql(filters)
     table = run_arrow(con, query_sql("samples", by), where, params)
-    df = table.to_pandas()
-    for col in dimension_columns(by):  # NULL groups stay None (not NaN), as the other answers give them
-        df[col] = df[col].astype(object).where(df[col].notna(), None)
-    return df
+    return table.to_pandas()  # text as Arrow-backed strings: no Python object per request
