@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 import duckdb
+import numpy as np
 
 from logan.answer.filters import parse_time
 from logan.answer.samples import samples
@@ -157,7 +158,8 @@ def compare_sides(
     """
     dims = dimension_columns(by)
     table = _side_by_side(_stats(a, by), _stats(b, by), dims)
-    tests = _tests(samples(a.con, by, **a.filters), samples(b.con, by, **b.filters), dims, criteria)
+    durations = [samples(side.con, by, start=False, **side.filters) for side in (a, b)]
+    tests = _tests(*durations, dims, criteria)
     table = table.merge(tests, on=dims, how="left")
     table["q_value"] = _adjusted(table["p_value"])
     table["verdict"] = [_verdict(r, criteria) for r in table.itertuples()]
@@ -177,8 +179,7 @@ def _plain_groups(df: pd.DataFrame, dims: list[str]) -> pd.DataFrame:
 
     df = df.copy()
     for d in dims:
-        plain = [None if missing(v) else int(v) if _integral(v) else v for v in df[d]]
-        df[d] = pd.Series(plain, dtype=object, index=df.index)
+        df[d] = pd.Series([_plain_key((v,))[0] for v in df[d]], dtype=object, index=df.index)
     return df
 
 
@@ -208,18 +209,28 @@ def _tests(a: pd.DataFrame, b: pd.DataFrame, dims: list[str], criteria: Criteria
     import pandas as pd
     from scipy.stats import mannwhitneyu
 
-    # one grouping over both sides: a group's A and B are found together, NULL groups too
-    both = pd.concat([a.assign(_in_b=False), b.assign(_in_b=True)], ignore_index=True)
+    in_a = _durations_by_group(a, dims)
     rows = []
-    for key, g in both.groupby(dims, dropna=False, sort=False):
-        in_b, us = g["_in_b"].to_numpy(), g["duration_us"].to_numpy()
-        xa, xb = us[~in_b], us[in_b]
-        if not len(xa) or not len(xb):
+    for key, xb in _durations_by_group(b, dims).items():
+        xa = in_a.get(key)
+        if xa is None:
             continue
         u, p = mannwhitneyu(xb, xa, alternative="two-sided", method="asymptotic")
         tested = min(len(xa), len(xb)) >= criteria.min_requests
         rows.append([*key, float(p) if tested else float("nan"), float(u) / (len(xa) * len(xb))])
     return _plain_groups(pd.DataFrame(rows, columns=[*dims, "p_value", "p_slower"]), dims)
+
+
+def _durations_by_group(df: pd.DataFrame, dims: list[str]) -> dict[tuple, np.ndarray]:
+    """Each group's durations, keyed by its plain values (None where missing) so that the
+    two sides' groups meet whatever dtype each side's frame gave them."""
+    us = df["duration_us"].to_numpy()
+    groups = df.groupby(dims, dropna=False, sort=False).indices
+    return {_plain_key(k if isinstance(k, tuple) else (k,)): us[i] for k, i in groups.items()}
+
+
+def _plain_key(values: tuple) -> tuple:
+    return tuple(None if missing(v) else int(v) if _integral(v) else v for v in values)
 
 
 def _adjusted(p: pd.Series) -> pd.Series:

@@ -13,17 +13,19 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from logan.answer.filters import filter_sql
-from logan.answer.views import query_sql, run_arrow
+from logan.answer.views import dimension_columns, query_sql, run_arrow
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
 def samples(
-    con: duckdb.DuckDBPyConnection, by: Sequence[str] | str = ("indirector",), **filters
+    con: duckdb.DuckDBPyConnection, by: Sequence[str] | str = ("indirector",), start: bool = True, **filters
 ) -> pd.DataFrame:
-    """One row per timed request that `filters` keep: the `by` columns, ts_start,
-    duration_us (int64 microseconds)."""
+    """One row per timed request that `filters` keep: the `by` columns, ts_start (unless
+    `start` is False: a test of durations needs none) and duration_us (int64 µs)."""
     where, params = filter_sql(filters)
-    table = run_arrow(con, query_sql("samples", by), where, params)
-    return table.to_pandas()  # text as Arrow-backed strings: no Python object per request
+    sql = query_sql("samples", by)
+    if not start:  # the names are the whitelisted group columns
+        sql = f"SELECT {', '.join(dimension_columns(by))}, duration_us FROM ({sql}) AS s"
+    return run_arrow(con, sql, where, params).to_pandas()  # text as Arrow strings: no object per request

@@ -187,7 +187,7 @@ def figure(con: duckdb.DuckDBPyConnection, kind: str, by: list[str] | None = Non
         return heatmap(rows, dimension_columns(by) if by else None, top or 4)
     by = by or ["indirector"]
     if kind == "histogram":
-        return histogram(samples(con, by, **filters), dimension_columns(by), top or 8)
+        return histogram(samples(con, by, start=False, **filters), dimension_columns(by), top or 8)
     return pareto(named_records(con, "pareto", by, None, **filters).frame(), dimension_columns(by), top or 20)
 
 
