@@ -16,6 +16,8 @@ import pytest
 
 import logan
 from logan.answer.compare import Criteria, Side, compare_sides
+from logan.show.compare import write_compare
+from logan.show.writers import Output
 from logan.store import append_requests, open_store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -245,3 +247,21 @@ def test_groups_without_a_value_without_times_or_on_one_side_only():
     # an empty side: every group is only on the other
     empty = Side(a.con, {"status": "3xx"})
     assert set(compare_sides(empty, b, by="status")["verdict"]) == {"only B"}
+
+
+def test_log_content_stays_data_in_every_output(capsys):
+    hostile = "=cmd|' /C calc'!A0\x1b[31m"
+    sides = []
+    for factor in (1, 2):
+        con = open_store(None).con
+        us = np.arange(1, 41) * 1000 * factor
+        append_requests(con, pd.DataFrame({"method": "GET", "route": [hostile] * 40, "duration_us": us,
+                                           "ts_start": T0}))  # fmt: skip
+        sides.append(Side(con))
+    table = compare_sides(*sides, by="route")
+    for form in ("table", "csv", "markdown"):
+        write_compare(table, Output(form), ["method", "route"], "A: a\nB: b", None)
+        out = capsys.readouterr().out
+        assert "\x1b" not in out and "\\x1b" in out, form  # the escape shown, not obeyed
+        if form == "csv":
+            assert "\n'=cmd" in out or ",'=cmd" in out  # a spreadsheet shows it as text
