@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from logan import store as _store
 from logan.answer import stats  # the module, as notebooks use it: logan.stats.headline(con)
+from logan.answer.compare import compare
 from logan.errors import FormatError, LoganError
 from logan.read.ingest import IngestSummary, ingest
 
@@ -54,6 +55,7 @@ __all__ = [
     "IngestSummary",
     "LoganError",
     "Store",
+    "compare",
     "ingest",
     "open",
     "open_store",

@@ -16,9 +16,13 @@ import typer
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
 
 from logan import __version__
+from logan.cli.compare import EXAMPLES as COMPARE_EXAMPLES
+from logan.cli.compare import compare_command
 from logan.cli.formats import formats_command
 from logan.cli.ingest import EXAMPLES as INGEST_EXAMPLES
 from logan.cli.ingest import ingest_command
+from logan.cli.plot import EXAMPLES as PLOT_EXAMPLES
+from logan.cli.plot import plot_command
 from logan.cli.prune import EXAMPLES as PRUNE_EXAMPLES
 from logan.cli.prune import prune_command
 from logan.cli.sql import EXAMPLES as SQL_EXAMPLES
@@ -40,6 +44,8 @@ app.command("stats", epilog=STATS_EXAMPLES)(stats_command)
 app.command("sql", epilog=SQL_EXAMPLES)(sql_command)
 app.command("prune", epilog=PRUNE_EXAMPLES)(prune_command)
 app.command("formats", epilog="Example: logan formats")(formats_command)
+app.command("compare", epilog=COMPARE_EXAMPLES)(compare_command)
+app.command("plot", epilog=PLOT_EXAMPLES)(plot_command)
 
 
 def _version(show: bool) -> None:
