@@ -23,6 +23,8 @@ from logan.cli.sql import EXAMPLES as SQL_EXAMPLES
 from logan.cli.sql import sql_command
 from logan.cli.stats import EXAMPLES as STATS_EXAMPLES
 from logan.cli.stats import stats_command
+from logan.cli.timeline import EXAMPLES as TIMELINE_EXAMPLES
+from logan.cli.timeline import timeline_command
 from logan.errors import EXIT_FAILURE, EXIT_USAGE, LoganError
 from logan.show.console import err, say_error
 
@@ -36,6 +38,7 @@ app = typer.Typer(
 app.command("ingest", epilog=INGEST_EXAMPLES)(ingest_command)
 app.command("stats", epilog=STATS_EXAMPLES)(stats_command)
 app.command("sql", epilog=SQL_EXAMPLES)(sql_command)
+app.command("timeline", epilog=TIMELINE_EXAMPLES)(timeline_command)
 app.command("formats", epilog="Example: logan formats")(formats_command)
 
 

@@ -1,0 +1,192 @@
+"""`logan timeline`: per-bucket statistics and requests in flight, checked against values
+computed here from the raw rows (numpy percentiles, a brute-force count of the requests in
+flight at every instant where the count can change, the overlap of each request with each
+bucket), and the command as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from logan.answer.timeline import bucket_width_us, saturation, story, timeline
+from logan.store import append_requests, open_store
+
+REPO = Path(__file__).resolve().parents[1]
+T0 = pd.Timestamp("2024-03-01 23:40:00")
+T0_US = T0.value // 1000
+
+
+def us_of(ts: pd.Series) -> pd.Series:
+    return ts.astype("datetime64[us]").astype("int64")
+
+
+def store_of(rows: pd.DataFrame):  # noqa: ANN201
+    store = open_store(None)
+    append_requests(store.con, rows)
+    return store
+
+
+def random_rows(n: int = 4000, seed: int = 7, span_s: float = 600) -> pd.DataFrame:
+    """Requests of log-normal durations, some seconds long (so they span buckets), a gap of
+    a minute with no starts, two servers, some 5xx."""
+    rng = np.random.default_rng(seed)
+    start_us = np.sort(rng.integers(0, int(span_s * 1e6), n))
+    start_us = start_us[(start_us < 200e6) | (start_us > 260e6)]  # the gap
+    dur_us = np.round(rng.lognormal(11, 1.6, len(start_us))).astype("int64")
+    dur_us[::97] = 0  # a request of no duration is never in flight
+    return pd.DataFrame({
+        "ts_start": pd.to_datetime(T0_US + start_us, unit="us"),
+        "ts_end": pd.to_datetime(T0_US + start_us + dur_us, unit="us"),
+        "duration_us": dur_us,
+        "status": rng.choice([200, 200, 200, 304, 404, 500, 502, 503], len(start_us)),
+        "bytes_sent": rng.integers(100, 5000, len(start_us)),
+        "server": rng.choice(["app1", "app2"], len(start_us)),
+        "backend": "be",
+    })  # fmt: skip
+
+
+def brute_in_flight(s: np.ndarray, e: np.ndarray, lo: int, width: int, buckets: int):  # noqa: ANN201
+    """For each bucket: the most requests in flight at any instant (the count only changes
+    at a start or an end, so every such instant in the bucket and its start are tried) and
+    the mean (each request's overlap with the bucket, summed, over the width)."""
+    most, mean = [], []
+    for b in range(buckets):
+        b0, b1 = lo + b * width, lo + (b + 1) * width
+        instants = np.concatenate([[b0], s[(s >= b0) & (s < b1)], e[(e >= b0) & (e < b1)]])
+        counts = [int(((s <= t) & (e > t)).sum()) for t in instants]
+        most.append(max(counts))
+        mean.append(np.clip(np.minimum(e, b1) - np.maximum(s, b0), 0, None).sum() / width)
+    return np.array(most), np.array(mean)
+
+
+def test_bucket_width_from_the_span_and_as_asked() -> None:
+    assert bucket_width_us(0, 600_000_000) == 10_000_000  # 10 min: 60 buckets of 10 s
+    assert bucket_width_us(0, 3_600_000_000) == 60_000_000  # 1 h: 60 of 1 min
+    assert bucket_width_us(0, 86_400_000_000) == 900_000_000  # 1 day: 96 of 15 min
+    assert bucket_width_us(0, 10**9, "5m") == 300_000_000
+
+
+def test_per_bucket_counts_and_percentiles_match_numpy() -> None:
+    rows = random_rows()
+    got = timeline(store_of(rows).con, bucket="10s")
+    width = 10_000_000
+    start_us = us_of(rows["ts_start"])
+    bucket = start_us // width * width
+    lo, hi = bucket.min(), bucket.max() + width
+    assert got["bucket_us"].tolist() == list(range(lo, hi, width))  # every bucket, the gap too
+    assert (got["start"].dt.tz is not None) and got["width_us"].eq(width).all()
+    for row in got.itertuples():
+        mine = rows[bucket == row.bucket_us]
+        assert row.requests == len(mine)
+        assert row.rate == pytest.approx(len(mine) / 10)
+        assert row.status_5xx == (mine["status"] >= 500).sum()
+        assert row.status_503 == (mine["status"] == 503).sum()
+        assert row.bytes == mine["bytes_sent"].sum()
+        if len(mine) == 0:
+            assert pd.isna(row.p95_us)
+            continue
+        d = mine["duration_us"].to_numpy()
+        assert [row.p50_us, row.p95_us, row.p99_us] == pytest.approx(np.percentile(d, [50, 95, 99]))
+        assert row.max_us == d.max()
+    assert (got["requests"] == 0).sum() >= 5  # the minute without starts is there, as zeros
+
+
+def test_requests_in_flight_exact_against_a_brute_force_count() -> None:
+    rows = random_rows(n=2500)
+    got = timeline(store_of(rows).con, bucket="10s")
+    s = us_of(rows["ts_start"]).to_numpy()
+    e = us_of(rows["ts_end"]).to_numpy()
+    most, mean = brute_in_flight(s, e, int(got["bucket_us"].iloc[0]), 10_000_000, len(got))
+    assert got["in_flight_max"].tolist() == most.tolist()
+    assert got["in_flight_mean"].to_numpy() == pytest.approx(mean, rel=1e-9)
+    assert (
+        most.max() > 5 and (got.loc[got["requests"] == 0, "in_flight_max"] > 0).any()
+    )  # long ones span the gap
+
+
+def test_series_by_server_each_exact() -> None:
+    rows = random_rows(n=2000, seed=3)
+    got = timeline(store_of(rows).con, by="server", bucket="30s")
+    assert list(got.columns[:3]) == ["backend", "server", "start"]
+    for server in ("app1", "app2"):
+        mine, part = rows[rows["server"] == server], got[got["server"] == server]
+        s = us_of(mine["ts_start"]).to_numpy()
+        e = us_of(mine["ts_end"]).to_numpy()
+        most, mean = brute_in_flight(s, e, int(part["bucket_us"].iloc[0]), 30_000_000, len(part))
+        assert part["in_flight_max"].tolist() == most.tolist()
+        assert part["in_flight_mean"].to_numpy() == pytest.approx(mean, rel=1e-9)
+        assert part["requests"].sum() == len(mine)
+
+
+def ceiling_rows(ceiling: int = 20) -> pd.DataFrame:
+    """Ten minutes of light traffic (a request every 2 s, 50 ms each) around four minutes
+    where `ceiling` workers serve requests back to back, each taking 2 s: the picture of a
+    server at its concurrency limit, in flight held at exactly `ceiling`."""
+    light = [(t, 50_000) for t in range(0, 900_000_000, 2_000_000) if not 300e6 <= t < 540e6]
+    busy = [(300_000_000 + k * 2_000_000 + w * 1000, 2_000_000 - w * 1000) for w in range(ceiling)
+            for k in range(120)]  # fmt: skip
+    s, d = np.array([x for x, _ in light + busy]), np.array([y for _, y in light + busy])
+    return pd.DataFrame({"ts_start": pd.to_datetime(T0_US + s, unit="us"),
+                         "ts_end": pd.to_datetime(T0_US + s + d, unit="us"), "duration_us": d})  # fmt: skip
+
+
+def test_saturation_found_with_its_ceiling() -> None:
+    found = saturation(timeline(store_of(ceiling_rows()).con, bucket="30s"))
+    assert len(found) == 1
+    sat = found[0]
+    assert sat.ceiling == 20
+    assert abs((sat.start - (T0 + pd.Timedelta(seconds=300)).tz_localize("UTC")).total_seconds()) <= 30
+    assert abs((sat.end - (T0 + pd.Timedelta(seconds=540)).tz_localize("UTC")).total_seconds()) <= 30
+    assert sat.latency_ratio == pytest.approx(2_000_000 / 50_000, rel=0.05)
+    assert "held at 20 for 4 min" in str(sat)
+
+
+def test_no_saturation_in_random_traffic() -> None:
+    assert saturation(timeline(store_of(random_rows()).con, bucket="10s")) == []
+
+
+def logan(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["logan", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_cli_json_and_events_from_haproxy_sample() -> None:
+    log = REPO / "sample_logs" / "haproxy.log"
+    r = logan("timeline", str(log), "--bucket", "1m", "-o", "json")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert sum(b["requests"] for b in got) == 5000  # every request line, none of the event line
+    assert got[0]["start"] == "2013-11-05T19:00:00.000Z" and got[1]["start"].startswith("2013-11-05T19:01:00")
+    assert all(isinstance(b["p95_us"], float) and isinstance(b["in_flight_max"], int) for b in got)
+    table = logan("timeline", str(log), "--bucket", "1m")
+    assert "Server be_puppet/app1 is UP" in table.stdout
+    events = story(store_with(log).con, bucket="1m").events
+    assert events["kind"].tolist() == ["server_up"]
+
+
+def store_with(log: Path):  # noqa: ANN201
+    import logan as api
+
+    store = api.open(None)
+    api.ingest([str(log)], store)
+    return store
+
+
+def test_cli_bad_bucket_is_one_line() -> None:
+    r = logan("timeline", str(REPO / "sample_logs" / "haproxy.log"), "--bucket", "soon")
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "--bucket" in r.stderr
+
+
+def test_help_ends_with_an_example_that_runs(tmp_path: Path) -> None:
+    r = subprocess.run(["logan", "timeline", "--help"], capture_output=True, text=True, timeout=60,
+                       env={**__import__("os").environ, "COLUMNS": "300"})  # fmt: skip
+    text = " ".join(r.stdout.split())
+    first = text[text.index("Examples:") :].split(":", 1)[1].split("·")[0].split()
+    assert first[:2] == ["logan", "timeline"]
+    args = [a.replace("sample_logs/", f"{REPO}/sample_logs/") for a in first[2:]]
+    ran = subprocess.run([*first[:2], *args], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert ran.returncode == 0 and "in flight" in ran.stdout, ran.stderr
