@@ -17,6 +17,8 @@ from typer._click.exceptions import NoArgsIsHelpError, UsageError
 
 from logan import __version__
 from logan.cli.formats import formats_command
+from logan.cli.incidents import EXAMPLES as INCIDENTS_EXAMPLES
+from logan.cli.incidents import incidents_command
 from logan.cli.ingest import EXAMPLES as INGEST_EXAMPLES
 from logan.cli.ingest import ingest_command
 from logan.cli.sql import EXAMPLES as SQL_EXAMPLES
@@ -39,6 +41,7 @@ app.command("ingest", epilog=INGEST_EXAMPLES)(ingest_command)
 app.command("stats", epilog=STATS_EXAMPLES)(stats_command)
 app.command("sql", epilog=SQL_EXAMPLES)(sql_command)
 app.command("timeline", epilog=TIMELINE_EXAMPLES)(timeline_command)
+app.command("incidents", epilog=INCIDENTS_EXAMPLES)(incidents_command)
 app.command("formats", epilog="Example: logan formats")(formats_command)
 
 

@@ -83,5 +83,6 @@ def write_incidents(df: pd.DataFrame, output: Output, head: str) -> None:
     if df.empty:
         write_human([], [], [], output, head)
         return
-    cols, rows, left, give = spec_rows(records_of(df), [], INCIDENT_COLUMNS)
+    cols, rows, _, give = spec_rows(records_of(df), [], INCIDENT_COLUMNS)
+    left = [c in ("kind", "how much worse", "first cause") for c in cols]  # text, folded to fit
     write_human(cols, rows, left, output, head, give)

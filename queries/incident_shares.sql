@@ -1,0 +1,21 @@
+-- How many requests, 5xx errors and how much time did each value of a column have in each incident window and in the baseline around them?
+--
+-- `incident_buckets` (bucket_us, part) is given by the caller: which buckets of `width`
+-- microseconds (the one parameter) belong to which incident, and which to the baseline
+-- ('baseline'); buckets in neither are left out. {series} is the one column asked about,
+-- from the fixed whitelist in logan/answer/incidents.py (CAUSE_COLUMNS), never user text.
+-- time_us and timed count only the requests that carry a duration.
+WITH p AS (
+  SELECT CAST(? AS BIGINT) AS width
+)
+SELECT
+  {series}
+  w.part,
+  count(*) AS requests,
+  sum(CASE WHEN r.status BETWEEN 500 AND 599 THEN 1 ELSE 0 END) AS errors,
+  sum(r.duration_us) AS time_us,
+  count(r.duration_us) AS timed
+FROM requests AS r, p, incident_buckets AS w
+WHERE r.ts_start IS NOT NULL
+  AND w.bucket_us = CAST(floor(epoch_us(r.ts_start) / p.width) AS BIGINT) * p.width
+GROUP BY {series} w.part
