@@ -190,3 +190,46 @@ def test_help_ends_with_an_example_that_runs(tmp_path: Path) -> None:
     args = [a.replace("sample_logs/", f"{REPO}/sample_logs/") for a in first[2:]]
     ran = subprocess.run([*first[:2], *args], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert ran.returncode == 0 and "in flight" in ran.stdout, ran.stderr
+
+
+def test_plot_shows_the_timeline_incidents_and_events(tmp_path: Path) -> None:
+    import matplotlib.dates as mdates
+
+    from logan.answer.incidents import incidents_of
+    from logan.show.timeline_plot import timeline_figure
+
+    store = store_with(REPO / "sample_logs" / "haproxy.log")
+    told = story(store.con, bucket="2s")
+    found = incidents_of(store.con, told)
+    fig = timeline_figure(told, found)
+    rate, latency, errors, flight = fig.axes
+    frame = told.frame
+    lines = {ax: {ln.get_label(): ln.get_ydata() for ln in ax.get_lines()} for ax in fig.axes}
+    assert lines[rate]["requests/s"].tolist() == pytest.approx(frame["rate"].tolist())
+    assert np.allclose(lines[latency]["p95"], frame["p95_us"] / 1000, equal_nan=True)
+    assert lines[flight]["in flight (max)"].tolist() == frame["in_flight_max"].tolist()
+    assert lines[errors]["5xx"].tolist() == pytest.approx((frame["status_5xx"] / 2).tolist())
+    assert [ax.get_ylabel() for ax in fig.axes] == ["requests/s", "ms (log scale)", "responses/s", "requests"]
+    assert latency.get_yscale() == "log" and "UTC" in flight.get_xlabel()
+    assert rate.get_legend() is not None and "requests/s" in [
+        t.get_text() for t in rate.get_legend().get_texts()
+    ]
+    # the incident shaded on every panel, where it was found
+    want = [
+        mdates.date2num(found["start"].iloc[0].tz_localize(None)),
+        mdates.date2num(found["end"].iloc[0].tz_localize(None)),
+    ]
+    for ax in fig.axes:
+        spans = [p.get_x() for p in ax.patches], [p.get_x() + p.get_width() for p in ax.patches]
+        assert [spans[0][0], spans[1][0]] == pytest.approx(want)
+    # the server event (app1 UP) as a vertical line at its time
+    ev = mdates.date2num(told.events["ts"].iloc[0])
+    assert any(
+        np.allclose(mdates.date2num(ln.get_xdata()), ev)
+        for ln in rate.get_lines()
+        if ln.get_linestyle() == ":"
+    )
+    r = logan("timeline", str(REPO / "sample_logs" / "haproxy.log"), "--plot", str(tmp_path / "t.png"))
+    assert r.returncode == 0 and (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"
+    bad = logan("timeline", str(REPO / "sample_logs" / "haproxy.log"), "--plot", str(tmp_path / "t.txt"))
+    assert bad.returncode == 2 and ".png or .svg" in bad.stderr

@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from logan.answer import timeline as tl
+from logan.answer.incidents import incidents_of
 from logan.answer.inputs import requests_of
 from logan.answer.views import DIMENSIONS, dimension_columns
 from logan.cli import options as opt
@@ -81,12 +82,17 @@ def timeline_command(
         for s in summaries:
             said_read(s)
         story = tl.story(store.con, by or [], bucket, **filters)
+        shaded = (
+            None
+            if plot is None
+            else incidents_of(store.con, tl.story(store.con, (), bucket, **filters), filters)
+        )
     from logan.show.timeline import write_timeline
 
     write_timeline(story.frame, shown, dims, story.notes())
     if plot is not None:
         from logan.show.timeline_plot import save_timeline_plot
 
-        save_timeline_plot(story, plot)
+        save_timeline_plot(story, plot, shaded, dims)  # noqa: F821 (set with the plot)
     if any(s.skipped for s in summaries):
         raise typer.Exit(EXIT_PARTIAL)
