@@ -243,3 +243,19 @@ def test_the_spike_in_the_sample_logs(name: str) -> None:
         seconds=1
     )
     assert got[0]["start"].endswith("Z") and isinstance(got[0]["causes"], list)
+
+
+def test_the_statistics_are_scipys() -> None:
+    from scipy.spatial.distance import jensenshannon
+    from scipy.stats import median_abs_deviation
+
+    from logan.answer.incidents import robust_z, surprises
+
+    rng = np.random.default_rng(4)
+    x = rng.lognormal(3, 1, 101)
+    want = (x - np.median(x)) / median_abs_deviation(x, scale="normal")
+    assert robust_z(x) == pytest.approx(want, rel=1e-12)
+    p, q = rng.dirichlet(np.ones(7)), rng.dirichlet(np.ones(7))
+    q[2] = 0
+    q /= q.sum()
+    assert surprises(p, q).sum() == pytest.approx(jensenshannon(p, q) ** 2, rel=1e-12)

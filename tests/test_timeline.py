@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from logan.answer.timeline import bucket_width_us, saturation, story, timeline
+from logan.answer.views import run_records, series_sql
 from logan.store import append_requests, open_store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -104,9 +105,14 @@ def test_requests_in_flight_exact_against_a_brute_force_count() -> None:
     most, mean = brute_in_flight(s, e, int(got["bucket_us"].iloc[0]), 10_000_000, len(got))
     assert got["in_flight_max"].tolist() == most.tolist()
     assert got["in_flight_mean"].to_numpy() == pytest.approx(mean, rel=1e-9)
-    assert (
-        most.max() > 5 and (got.loc[got["requests"] == 0, "in_flight_max"] > 0).any()
-    )  # long ones span the gap
+    assert most.max() > 5
+    assert (got.loc[got["requests"] == 0, "in_flight_max"] > 0).any()  # long requests span the gap
+    # the same answer from the SQL sweep (queries/in_flight.sql, what an engine without numpy runs)
+    lo, width = int(got["bucket_us"].iloc[0]), 10_000_000
+    con = store_of(rows).con
+    sql = run_records(con, series_sql("in_flight", []), "", [lo, lo + len(got) * width, width]).frame()
+    assert sql.sort_values("bucket_us")["in_flight_max"].tolist() == most.tolist()
+    assert sql.sort_values("bucket_us")["in_flight_mean"].to_numpy() == pytest.approx(mean, rel=1e-9)
 
 
 def test_series_by_server_each_exact() -> None:

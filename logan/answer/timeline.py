@@ -2,8 +2,8 @@
 of every timer, status classes, bytes, cache hits, queues, requests in flight), the server
 events on it, and the saturation it shows.
 
-The SQL is queries/timeline.sql (per-bucket aggregates), queries/in_flight.sql (the exact
-sweep of requests in flight) and queries/span.sql; this module sizes the buckets, fills the
+The SQL is queries/timeline.sql (per-bucket aggregates) and queries/span.sql; the requests
+in flight come from logan.answer.in_flight (exact, numpy); this module sizes the buckets, fills the
 --by columns into their {series} slot (names from the DIMENSIONS whitelist only), joins the
 two answers and gives every bucket of the span a row, empty ones included, so a gap in
 traffic shows as zero requests rather than as a missing row.
@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from logan.answer.filters import filter_sql
-from logan.answer.views import dimension_columns, query_path, run_records
+from logan.answer.in_flight import in_flight
+from logan.answer.views import dimension_columns, query_path, run_records, series_sql
 from logan.errors import LoganError
 from logan.units import parse_duration
 
@@ -48,15 +49,6 @@ def bucket_width_us(first_us: int, last_us: int, bucket: str | int | None = None
         if span_s / w <= TARGET_BUCKETS:
             return w * 1_000_000
     return NICE_WIDTHS_S[-1] * 1_000_000
-
-
-def series_sql(name: str, cols: Sequence[str]) -> str:
-    """queries/<name>.sql with the --by columns in its {series} and {partition} slots."""
-    sql = query_path(name).read_text()
-    listed = "".join(f"{c}, " for c in cols)
-    return sql.replace("{series}", listed).replace(
-        "{partition}", f"PARTITION BY {', '.join(cols)}" if cols else ""
-    )
 
 
 @dataclass
@@ -221,7 +213,7 @@ def timeline(
     lo = span["first_us"] // width * width
     hi = (span["last_us"] // width + 1) * width
     per_bucket = run_records(con, series_sql("timeline", cols), where, [*params, width]).frame()
-    flight = run_records(con, series_sql("in_flight", cols), where, [*params, lo, hi, width]).frame()
+    flight = in_flight(con, cols, lo, hi, width, where, params)
     df = _on_grid(per_bucket, cols, lo, hi, width).merge(flight, on=[*cols, "bucket_us"], how="left")
     df.insert(len(cols), "start", pd.to_datetime(df["bucket_us"], unit="us", utc=True))
     df.insert(len(cols) + 2, "width_us", width)

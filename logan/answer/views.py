@@ -175,6 +175,24 @@ def run_records(
     return found
 
 
+def run_cursor(
+    con: duckdb.DuckDBPyConnection, sql: str, where: str = "", params: Sequence = ()
+) -> duckdb.DuckDBPyConnection:
+    """Run a view's SQL as run_records does, its answer left in DuckDB for the caller to
+    fetch as arrays (fetchnumpy) or a DataFrame: for answers of a row per request."""
+    return con.execute(_narrowed(con, sql, where), list(params))
+
+
+def series_sql(name: str, cols: Sequence[str]) -> str:
+    """queries/<name>.sql with columns checked against DIMENSIONS (dimension_columns) in
+    its {series} slot (`a, b, ` before the view's own columns; empty for one series) and
+    {partition} slot (`PARTITION BY a, b`, or empty)."""
+    sql = query_path(name).read_text()
+    listed = "".join(f"{c}, " for c in cols)
+    partition = f"PARTITION BY {', '.join(cols)}" if cols else ""
+    return sql.replace("{series}", listed).replace("{partition}", partition)
+
+
 def _narrowed(con: duckdb.DuckDBPyConnection, sql: str, where: str) -> str:
     """`sql` over the rows of `requests` that `where` keeps. Its text stays as written: a
     CTE named requests shadows the view, and leaves out the view's join with `ingests` when
