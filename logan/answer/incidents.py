@@ -142,7 +142,9 @@ def flagged(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         elif s.share:  # binomial noise of a share over a typical bucket
             n = max(np.median(frame["requests"]), 1)
             floor = np.sqrt(max(base, 1.0 / n) * (1 - max(base, 1.0 / n)) / n)
-        else:  # counts: at least Poisson noise
+        elif s.name == "rate":  # at least the Poisson noise of a typical bucket's count
+            floor = base / np.sqrt(max(np.median(frame["requests"]), 1))
+        else:
             floor = np.sqrt(max(base, 1.0))
         z = robust_z(x, floor)
         value = np.exp(x) if s.log else x
