@@ -5,16 +5,18 @@ how the cost grows with the requests and the buckets.
     python benchmarks/timeline_benchmark.py --rows 1000000 --runs 5
 
 Builds (once, in benchmarks/data/) a store of a day of synthetic traffic made in DuckDB, in
-the order of request start as a log holds them: requests at random instants with a burst from one requester group in the evening, log-normal
-durations (a few seconds long ones, so requests overlap), six endpoints, four servers, some
-5xx. Times `logan timeline --db STORE -o csv` and `logan incidents --db STORE -o json` in a
-fresh process per run (what a user waits for, Python start-up included), and the exact
-requests-in-flight sweep alone on an open store (logan.answer.in_flight). Medians printed.
+the order of request start as a log holds them: requests at random instants with a burst
+from one requester group in the evening, log-normal durations (a few seconds long ones, so
+requests overlap), six endpoints, four servers, some 5xx. Times `logan timeline --db STORE
+-o csv` and `logan incidents --db STORE -o json` in a fresh process per run (what a user
+waits for, Python start-up included), and the exact requests-in-flight computation alone on
+an open store (logan.answer.in_flight). Medians printed, with the machine's load average.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -111,7 +113,7 @@ def main() -> None:
     a = ap.parse_args()
     db = store_for(a.rows)
     logan = [sys.executable, "-m", "logan"]
-    print(f"{a.rows:,} requests, medians of {a.runs} runs")
+    print(f"{a.rows:,} requests, medians of {a.runs} runs, load average {os.getloadavg()[0]:.1f}")
     for bucket in (None, "1m", "10s"):
         opt = ["--bucket", bucket] if bucket else []
         buckets = {

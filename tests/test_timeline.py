@@ -99,7 +99,7 @@ def test_per_bucket_counts_and_percentiles_match_numpy() -> None:
 
 def test_requests_in_flight_exact_against_a_brute_force_count() -> None:
     rows = random_rows(n=2500)
-    got = timeline(store_of(rows).con, bucket="10s")
+    got = timeline(store_of(rows.sample(frac=1, random_state=0)).con, bucket="10s")  # in no order
     s = us_of(rows["ts_start"]).to_numpy()
     e = us_of(rows["ts_end"]).to_numpy()
     most, mean = brute_in_flight(s, e, int(got["bucket_us"].iloc[0]), 10_000_000, len(got))
@@ -180,6 +180,18 @@ def store_with(log: Path):  # noqa: ANN201
     store = api.open(None)
     api.ingest([str(log)], store)
     return store
+
+
+def test_a_log_without_durations_has_no_requests_in_flight(tmp_path: Path) -> None:
+    lines = (REPO / "sample_logs" / "puppet_access.log").read_text().splitlines()[:500]
+    log = tmp_path / "combined.log"  # the same requests without %D
+    log.write_text("".join(" ".join(x.split(" ")[:-3] + x.split(" ")[-2:]) + "\n" for x in lines))
+    r = logan("timeline", str(log), "--bucket", "10s", "-o", "json")
+    got = json.loads(r.stdout)
+    assert sum(b["requests"] for b in got) == 500
+    assert "in_flight_max" not in got[0] and "p95_us" not in got[0]
+    r = logan("timeline", str(log), "--status", "599")
+    assert r.returncode == 2 and "none the filters keep" in r.stderr
 
 
 def test_cli_bad_bucket_is_one_line() -> None:

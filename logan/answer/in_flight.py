@@ -7,9 +7,10 @@ numpy over the starts and ends of queries/request_spans.sql, no Python loop per 
 - the number in flight only rises at a start, so a bucket's maximum is the number in flight
   at its own start or just after one of the starts in it; at an instant t that number is
   #(starts <= t) - #(ends <= t), two binary searches in the sorted starts and ends;
-- a bucket's mean is the sum of each request's overlap with it over its width: a request
-  within one bucket adds its duration; one that spans several adds its head and its tail to
-  the first and last, and the whole width to each between (a difference array).
+- a bucket's mean is the sum of each request's overlap with it over its width: every
+  request adds the part of it in the bucket it starts in (sums over the runs of sorted
+  starts); the few that run past that bucket add the whole width to each bucket they cross
+  and their tail to the one they end in (a difference array).
 
 queries/in_flight.sql is the same answer as a sweep in SQL (what an engine without numpy
 runs, e.g. Spark); the tests hold the two and a brute-force count to the same numbers.
@@ -59,48 +60,51 @@ def in_flight(
 def _one(s: np.ndarray, e: np.ndarray, lo: int, hi: int, width: int) -> pd.DataFrame:
     import pandas as pd
 
-    s = np.sort(np.asarray(s, dtype=np.int64), kind="stable")  # timsort: a log is nearly sorted
-    e = np.sort(np.asarray(e, dtype=np.int64), kind="stable")
     edges = np.arange(lo, hi + 1, width, dtype=np.int64)
+    if len(s) == 0:  # no request with both times (a log without durations): nothing to say
+        nothing = np.full(len(edges) - 1, np.nan)
+        return pd.DataFrame({"bucket_us": edges[:-1], "in_flight_max": nothing, "in_flight_mean": nothing})
+    order = np.argsort(s, kind="stable")  # timsort: a log is nearly sorted by start
+    s, e = np.asarray(s, dtype=np.int64)[order], np.asarray(e, dtype=np.int64)[order]
     return pd.DataFrame({
         "bucket_us": edges[:-1],
-        "in_flight_max": most_in_flight(s, e, edges),
-        "in_flight_mean": overlap_sums(s, e, lo, hi, width) / width,
+        "in_flight_max": most_in_flight(s, np.sort(e), edges),
+        "in_flight_mean": overlap_sums(s, e, edges) / width,
     })  # fmt: skip
 
 
 def level_at(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Requests in flight at each instant t: started at or before it, not ended by it."""
+    """Requests in flight at each instant t: started at or before it, not ended by it
+    (s and e sorted)."""
     return np.searchsorted(s, t, side="right") - np.searchsorted(e, t, side="right")
 
 
 def most_in_flight(s: np.ndarray, e: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """Per bucket between consecutive edges: the most requests in flight at any instant
-    (s and e sorted)."""
+    (s and e sorted, every start inside the edges)."""
     most = level_at(s, e, edges[:-1])  # at each bucket's start
-    inside = (s >= edges[0]) & (s < edges[-1])
-    starts = s[inside]
-    if len(starts):
-        after = np.append(level_at(s, e, starts), -1)  # -1: what the empty buckets at the end reduce
-        first = np.searchsorted(starts, edges[:-1], side="left")
-        has = first < np.searchsorted(starts, edges[1:], side="left")
-        peaks = np.maximum.reduceat(after, first)  # over each bucket's starts
-        most = np.where(has, np.maximum(most, peaks), most)
-    return most
+    after = np.append(level_at(s, e, s), -1)  # just after each start; -1 for the empty buckets at the end
+    first = np.searchsorted(s, edges, side="left")
+    peaks = np.maximum.reduceat(after, first[:-1])  # over each bucket's starts
+    return np.where(np.diff(first) > 0, np.maximum(most, peaks), most)
 
 
-def overlap_sums(s: np.ndarray, e: np.ndarray, lo: int, hi: int, width: int) -> np.ndarray:
-    """Per bucket: the microseconds of all requests' time inside it (their overlaps)."""
-    n = (hi - lo) // width
-    s, e = np.clip(s, lo, hi), np.clip(e, lo, hi)
-    keep = e > s
-    s, e = s[keep] - lo, e[keep] - lo
-    first, last = s // width, (e - 1) // width  # the buckets holding the first and last microsecond
-    one = first == last
-    total = np.bincount(first[one], weights=(e - s)[one], minlength=n)
-    many = ~one
-    total += np.bincount(first[many], weights=((first + 1) * width - s)[many], minlength=n)
-    total += np.bincount(last[many], weights=(e - last * width)[many], minlength=n)
-    between = np.bincount(first[many] + 1, minlength=n + 1) - np.bincount(last[many], minlength=n + 1)
-    total += np.cumsum(between)[:n] * width
-    return total[:n]
+def overlap_sums(s: np.ndarray, e: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Per bucket: the microseconds of all requests' time inside it (their overlaps); s
+    sorted, e in the same order, every start inside the edges."""
+    width, n = edges[1] - edges[0], len(edges) - 1
+    first = np.searchsorted(s, edges, side="left")  # each bucket's starts: s[first[k]:first[k + 1]]
+    counts = np.diff(first)
+    bucket_end = np.repeat(edges[1:], counts)
+    head = np.minimum(e, bucket_end) - s  # the part in the bucket it starts in
+    total = np.where(counts > 0, np.add.reduceat(np.append(head, 0), first[:-1]), 0).astype(np.float64)
+    # the few that run past their bucket's end: the whole width of each bucket they cross,
+    # and their tail in the bucket they end in (a difference array)
+    spill = np.flatnonzero(e > bucket_end)
+    end = np.minimum(e[spill], edges[-1])
+    keep = end > bucket_end[spill]
+    end, begin = end[keep], bucket_end[spill][keep]
+    k0, k1 = (begin - edges[0]) // width, (end - 1 - edges[0]) // width
+    total += np.bincount(k1, weights=end - (edges[0] + k1 * width), minlength=n)[:n]
+    total += np.cumsum(np.bincount(k0, minlength=n + 1) - np.bincount(k1, minlength=n + 1))[:n] * width
+    return total

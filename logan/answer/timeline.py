@@ -208,7 +208,9 @@ def timeline(
     )
     span = run_records(con, query_path("span").read_text(), where, params).rows[0]
     if not span["requests"]:
-        raise LoganError("no requests with a start time to put on a timeline")
+        raise LoganError(
+            "no requests to put on a timeline (none the filters keep, or none with a start time)"
+        )
     width = bucket_width_us(span["first_us"], span["last_us"], bucket)
     lo = span["first_us"] // width * width
     hi = (span["last_us"] // width + 1) * width
