@@ -182,6 +182,27 @@ def store_with(log: Path):  # noqa: ANN201
     return store
 
 
+CORPUS = Path("/work/shared/corpus/haproxy_no7dw/haproxy.log.1")
+
+
+@pytest.mark.skipif(not CORPUS.exists(), reason=f"the real HAProxy log is not here: {CORPUS}")
+def test_server_events_of_a_real_haproxy_log() -> None:
+    import re
+
+    # the health messages as the log writes them, read here with a plain regex
+    want = []
+    for line in CORPUS.read_text(errors="replace").splitlines():
+        if m := re.match(r"(\w{3} \d\d \d\d:\d\d:\d\d) \S+ haproxy\[\d+\]: Server (\S+) is (DOWN|UP)", line):
+            want.append((pd.Timestamp(f"2014 {m.group(1)}"), m.group(2), m.group(3)))
+    told = story(store_with(CORPUS).con, bucket="1h")
+    state = told.events[told.events["kind"].isin(["server_down", "server_up"])]
+    got = [(e.ts, e.server, "DOWN" if e.kind == "server_down" else "UP") for e in state.itertuples()]
+    assert got == want and len(want) == 8
+    assert "connect" not in set(told.events["kind"])  # per-connection messages are traffic, not events
+    r = logan("timeline", str(CORPUS), "--bucket", "1h")
+    assert r.stdout.count(" is DOWN") == sum(1 for w in want if w[2] == "DOWN")
+
+
 def test_a_log_without_durations_has_no_requests_in_flight(tmp_path: Path) -> None:
     lines = (REPO / "sample_logs" / "puppet_access.log").read_text().splitlines()[:500]
     log = tmp_path / "combined.log"  # the same requests without %D

@@ -73,6 +73,9 @@ class Saturation:
         )
 
 
+SHOWN_EVENTS = 30  # under a table for people; the library gives them all
+
+
 @dataclass
 class Story:
     """A timeline with what happened on it: the server events and the saturation seen."""
@@ -83,8 +86,12 @@ class Story:
 
     def notes(self) -> list[str]:
         said = [str(s) for s in self.saturation]
-        for e in self.events.itertuples():
+        for e in self.events.head(SHOWN_EVENTS).itertuples():
             said.append(f"{e.ts:%Y-%m-%d %H:%M:%S} {e.kind} {e.server or ''}: {e.text}")
+        if len(self.events) > SHOWN_EVENTS:
+            said.append(
+                f"... and {len(self.events) - SHOWN_EVENTS:,} more events (logan sql: SELECT * FROM events)"
+            )
         return said
 
 
