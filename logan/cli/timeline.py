@@ -82,17 +82,15 @@ def timeline_command(
         for s in summaries:
             said_read(s)
         story = tl.story(store.con, by or [], bucket, **filters)
-        shaded = (
-            None
-            if plot is None
-            else incidents_of(store.con, tl.story(store.con, (), bucket, **filters), filters)
-        )
+        if plot is not None:  # incidents are found on the whole traffic, not per series
+            whole = tl.story(store.con, (), bucket, **filters) if by else story
+            shaded = incidents_of(store.con, whole, filters)
     from logan.show.timeline import write_timeline
 
     write_timeline(story.frame, shown, dims, story.notes())
     if plot is not None:
         from logan.show.timeline_plot import save_timeline_plot
 
-        save_timeline_plot(story, plot, shaded, dims)  # noqa: F821 (set with the plot)
+        save_timeline_plot(story, plot, shaded, dims)
     if any(s.skipped for s in summaries):
         raise typer.Exit(EXIT_PARTIAL)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from logan.answer.timeline import Story
 
 FORMATS = (".png", ".svg")
+MAX_SERIES = 8  # lines a panel can hold and still be read
 PERCENTILES = (("p50_us", "p50"), ("p95_us", "p95"), ("p99_us", "p99"))
 ERRORS = (("status_5xx", "5xx"), ("status_499", "499"), ("status_502", "502"), ("status_503", "503"),
           ("status_504", "504"))  # fmt: skip
@@ -43,6 +44,8 @@ def timeline_figure(
     fig = Figure(figsize=(11, 10), layout="constrained")
     axes = fig.subplots(4, 1, sharex=True)
     series = list(frame.groupby(dims, dropna=False, sort=True)) if dims else [("", frame)]
+    shown_of = f" (the {MAX_SERIES} busiest of {len(series)} series)" if len(series) > MAX_SERIES else ""
+    series = sorted(series, key=lambda s: -s[1]["requests"].sum())[:MAX_SERIES]
     width_s = int(frame["width_us"].iloc[0]) / 1e6
     for key, rows in series:
         name = _name(key)
@@ -62,7 +65,7 @@ def timeline_figure(
     _dress(axes, width_s)
     axes[1].set_yscale("log")
     _mark(axes, incidents, told.events)
-    fig.suptitle(_title(frame))
+    fig.suptitle(_title(frame) + shown_of)
     return fig
 
 
