@@ -5,6 +5,8 @@ bucket), and the command as a user runs it."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import subprocess
 from pathlib import Path
@@ -211,6 +213,9 @@ def test_a_log_without_durations_has_no_requests_in_flight(tmp_path: Path) -> No
     got = json.loads(r.stdout)
     assert sum(b["requests"] for b in got) == 500
     assert "in_flight_max" not in got[0] and "p95_us" not in got[0]
+    r = logan("timeline", str(log), "--by", "requester", "-o", "csv")  # requester_group: none at all
+    assert r.returncode == 0, r.stderr
+    assert sum(int(x["requests"]) for x in csv.DictReader(io.StringIO(r.stdout))) == 500
     r = logan("timeline", str(log), "--status", "599")
     assert r.returncode == 2 and "none the filters keep" in r.stderr
 

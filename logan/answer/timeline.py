@@ -223,7 +223,10 @@ def timeline(
     hi = (span["last_us"] // width + 1) * width
     per_bucket = run_records(con, series_sql("timeline", cols), where, [*params, width]).frame()
     flight = in_flight(con, cols, lo, hi, width, where, params)
-    df = _on_grid(per_bucket, cols, lo, hi, width).merge(flight, on=[*cols, "bucket_us"], how="left")
+    grid = _on_grid(per_bucket, cols, lo, hi, width)
+    for c in cols:  # a column with no value at all comes as floats from one side, objects from the other
+        grid[c], flight[c] = grid[c].astype(object), flight[c].astype(object)
+    df = grid.merge(flight, on=[*cols, "bucket_us"], how="left")
     df.insert(len(cols), "start", pd.to_datetime(df["bucket_us"], unit="us", utc=True))
     df.insert(len(cols) + 2, "width_us", width)
     df = df.drop(columns=[c for c in df.columns if df[c].isna().all() and c not in (*cols, *COUNTS)])
