@@ -174,7 +174,7 @@ def servers_down(
     counts = per.pivot_table(index="part", columns="value", values="requests", aggfunc="sum", fill_value=0)
     counts = counts.reindex(parts["part"], fill_value=0)
     going_on = frame["requests"].to_numpy() >= 0.5 * np.median(frame["requests"])
-    for server in counts.columns:
+    for server in (c for c in counts.columns if not str(c).startswith("<")):  # <NOSRV>: no server chosen
         n = counts[server].to_numpy()
         if np.median(n) >= 5:
             down[server] = (n == 0) & going_on
