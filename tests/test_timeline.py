@@ -277,3 +277,20 @@ def test_plot_shows_the_timeline_incidents_and_events(tmp_path: Path) -> None:
     assert r.returncode == 0 and (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"
     bad = logan("timeline", str(REPO / "sample_logs" / "haproxy.log"), "--plot", str(tmp_path / "t.txt"))
     assert bad.returncode == 2 and ".png or .svg" in bad.stderr
+
+
+def test_plot_labels_are_log_content_not_math(tmp_path: Path) -> None:
+    from logan.show.timeline_plot import timeline_figure
+
+    t = pd.to_datetime(T0_US + np.arange(0, 600_000_000, 1_000_000), unit="us")
+    names = ["$\\frac{", "a$b$c\x1b[31m"]  # a broken formula and a terminal escape, as a log could hold
+    servers = [names[i % 2] for i in range(len(t))]
+    ends = t + pd.Timedelta(milliseconds=5)
+    rows = pd.DataFrame(
+        {"ts_start": t, "ts_end": ends, "duration_us": 5000, "backend": "be", "server": servers}
+    )
+    store = store_of(rows)
+    fig = timeline_figure(story(store.con, by="server"), None, ["backend", "server"])
+    fig.savefig(tmp_path / "t.png")  # matplotlib would stop at the formula
+    labels = sorted(ln.get_label() for ln in fig.axes[0].get_lines())
+    assert labels == ["be \\$\\frac{ requests/s", "be a\\$b\\$c\\x1b[31m requests/s"]

@@ -78,8 +78,14 @@ def save_timeline_plot(told: Story, path: Path, incidents: pd.DataFrame | None =
 
 def _name(key: object) -> str:
     parts = key if isinstance(key, tuple) else (key,)
-    shown = " ".join(inert(p) for p in parts if p not in ("", None) and p == p)
+    shown = " ".join(_plain(p) for p in parts if p not in ("", None) and p == p)
     return f"{shown} " if shown else ""
+
+
+def _plain(text: object) -> str:
+    """Log content as literal text in a figure: control characters escaped, and no `$`
+    starting matplotlib's math (a bad formula would stop the drawing)."""
+    return inert(text).replace("$", r"\$")
 
 
 def _line(ax: Axes, rows: pd.DataFrame, values: pd.Series, label: str) -> None:
@@ -111,7 +117,7 @@ def _mark(axes: list[Axes], incidents: pd.DataFrame | None, events: pd.DataFrame
     for e in events.itertuples() if len(events) else []:
         for ax in axes:
             ax.axvline(e.ts, color="black", linestyle=":", linewidth=1)
-        axes[-1].annotate(f"{e.kind} {inert(e.server or '')}", (e.ts, 0), xycoords=("data", "axes fraction"),
+        axes[-1].annotate(f"{e.kind} {_plain(e.server or '')}", (e.ts, 0), xycoords=("data", "axes fraction"),
                           rotation=90, va="bottom", fontsize=7)  # fmt: skip
     if incidents is not None and len(incidents):
         axes[0].legend(loc="upper right", fontsize=7, ncols=3)
