@@ -13,7 +13,10 @@ WITH p AS (
   SELECT CAST(? AS BIGINT) AS lo, CAST(? AS BIGINT) AS hi, CAST(? AS BIGINT) AS width
 ),
 timed AS (
-  SELECT {series} epoch_us(ts_start) AS s, epoch_us(ts_end) AS e
+  SELECT
+    {series}
+    date_diff('microsecond', TIMESTAMP '1970-01-01 00:00:00', ts_start) AS s,
+    date_diff('microsecond', TIMESTAMP '1970-01-01 00:00:00', ts_end) AS e
   FROM requests
   WHERE ts_start IS NOT NULL AND ts_end IS NOT NULL
 ),

@@ -17,5 +17,6 @@ SELECT
   count(r.duration_us) AS timed
 FROM requests AS r, p, incident_buckets AS w
 WHERE r.ts_start IS NOT NULL
-  AND w.bucket_us = CAST(floor(epoch_us(r.ts_start) / p.width) AS BIGINT) * p.width
+  AND w.bucket_us
+    = CAST(floor(date_diff('microsecond', TIMESTAMP '1970-01-01 00:00:00', r.ts_start) / p.width) AS BIGINT) * p.width
 GROUP BY {series} w.part

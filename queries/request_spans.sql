@@ -6,7 +6,7 @@
 -- own order, nearly sorted by start, which sorts in about linear time.
 SELECT
   {series}
-  epoch_us(ts_start) AS s,
-  epoch_us(ts_end) AS e
+  date_diff('microsecond', TIMESTAMP '1970-01-01 00:00:00', ts_start) AS s,
+  date_diff('microsecond', TIMESTAMP '1970-01-01 00:00:00', ts_end) AS e
 FROM requests
 WHERE ts_start IS NOT NULL AND ts_end IS NOT NULL
