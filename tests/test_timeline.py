@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -225,15 +226,17 @@ def test_cli_bad_bucket_is_one_line() -> None:
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "--bucket" in r.stderr
 
 
-def test_help_ends_with_an_example_that_runs(tmp_path: Path) -> None:
-    r = subprocess.run(["logan", "timeline", "--help"], capture_output=True, text=True, timeout=60,
-                       env={**__import__("os").environ, "COLUMNS": "300"})  # fmt: skip
+@pytest.mark.parametrize(("command", "said"), [("timeline", "in flight"), ("incidents", "1 incident found")])
+def test_help_ends_with_an_example_that_runs(tmp_path: Path, command: str, said: str) -> None:
+    r = subprocess.run(["logan", command, "--help"], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "COLUMNS": "300"})  # fmt: skip
     text = " ".join(r.stdout.split())
+    assert "Example" in text.split("Options")[-1]  # after the options: the last thing shown
     first = text[text.index("Examples:") :].split(":", 1)[1].split("·")[0].split()
-    assert first[:2] == ["logan", "timeline"]
+    assert first[:2] == ["logan", command]
     args = [a.replace("sample_logs/", f"{REPO}/sample_logs/") for a in first[2:]]
     ran = subprocess.run([*first[:2], *args], capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    assert ran.returncode == 0 and "in flight" in ran.stdout, ran.stderr
+    assert ran.returncode == 0 and said in ran.stdout, ran.stderr
 
 
 def test_plot_shows_the_timeline_incidents_and_events(tmp_path: Path) -> None:
