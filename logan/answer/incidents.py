@@ -331,6 +331,8 @@ def all_causes(con: duckdb.DuckDBPyConnection, frame: pd.DataFrame, windows: lis
     windows at once."""
     import pandas as pd
 
+    if not windows:
+        return []
     width = int(frame["width_us"].iloc[0])
     labels = np.full(len(frame), None, dtype=object)
     labels[baseline] = "baseline"
