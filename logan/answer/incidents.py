@@ -223,7 +223,7 @@ def _windows(flag: np.ndarray, zmax: np.ndarray) -> list[tuple[int, int]]:
             runs[-1][1] = i
         else:
             runs.append([i, i])
-    return [(a, b) for a, b in runs if b > a or zmax[a] >= Z_ALONE or flag[a] and np.isnan(zmax[a])]
+    return [(a, b) for a, b in runs if b > a or zmax[a] >= Z_ALONE]
 
 
 def _baseline(n: int, windows: list[tuple[int, int]]) -> np.ndarray:
