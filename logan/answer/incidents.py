@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import duckdb
 import numpy as np
 
+from logan.answer.filters import filter_sql
 from logan.answer.timeline import Story, story
 from logan.answer.views import run_cursor, series_sql
 from logan.errors import LoganError
@@ -194,17 +195,32 @@ def value_counts(con: duckdb.DuckDBPyConnection, column: str, parts: pd.DataFram
                  filters: dict) -> pd.DataFrame:  # fmt: skip
     """queries/incident_shares.sql for one column: per value and part (of `parts`: bucket_us
     -> part), requests, errors, time_us, timed."""
-    from logan.answer.filters import filter_sql
+    import pandas as pd
 
-    if column not in CAUSE_COLUMNS:
-        raise LoganError(f"not a cause column: {column!r}")
     where, params = filter_sql(filters)
+    span = [pd.to_datetime(parts["bucket_us"].min(), unit="us"),
+            pd.to_datetime(parts["bucket_us"].max() + width, unit="us")]  # fmt: skip
     con.register("incident_buckets", parts)
     try:
-        got = run_cursor(con, series_sql("incident_shares", [column]), where, [*params, width]).df()
+        got = run_cursor(
+            con, series_sql("incident_shares", [_cause(column)]), where, [*params, width, *span]
+        ).df()
     finally:
         con.unregister("incident_buckets")
     return got.rename(columns={column: "value"})
+
+
+def value_totals(con: duckdb.DuckDBPyConnection, column: str, filters: dict) -> pd.DataFrame:
+    """queries/value_totals.sql for one column: per value, requests, errors, time_us, timed."""
+    where, params = filter_sql(filters)
+    got = run_cursor(con, series_sql("value_totals", [_cause(column)]), where, params).df()
+    return got.rename(columns={column: "value"})
+
+
+def _cause(column: str) -> str:
+    if column not in CAUSE_COLUMNS:
+        raise LoganError(f"not a cause column: {column!r}")
+    return column
 
 
 def _td(us: int) -> object:
@@ -334,20 +350,23 @@ def all_causes(con: duckdb.DuckDBPyConnection, frame: pd.DataFrame, windows: lis
     if not windows:
         return []
     width = int(frame["width_us"].iloc[0])
-    labels = np.full(len(frame), None, dtype=object)
-    labels[baseline] = "baseline"
+    labels = np.full(len(frame), "guard", dtype=object)  # the bucket each side of a window
+    labels[baseline] = None
     for i, (a, b) in enumerate(windows):
         labels[a : b + 1] = str(i)
     parts = pd.DataFrame({"bucket_us": frame["bucket_us"], "part": labels}).dropna()
     seconds = parts["part"].value_counts() * width / 1e6
+    seconds["baseline"] = baseline.sum() * width / 1e6
     found: list[list[tuple[float, str, list[dict]]]] = [[] for _ in windows]
     have = stored_columns(con) | {"source"}
     for column in (c for c in CAUSE_COLUMNS if c in have):
-        counts = value_counts(con, column, parts, width, filters)
-        if counts.empty or counts["value"].isna().all():
+        totals = _named(value_totals(con, column, filters))
+        if totals.empty or (totals["value"] == NO_VALUE).all():
             continue
-        counts["value"] = counts["value"].astype(object).where(counts["value"].notna(), "(none)").astype(str)
-        table = counts.pivot_table(index="value", columns="part", aggfunc="sum", fill_value=0)
+        table = _named(value_counts(con, column, parts, width, filters)).pivot_table(
+            index="value", columns="part", aggfunc="sum", fill_value=0
+        )
+        table = _with_baseline(table, totals.groupby("value").sum())
         for i in range(len(windows)):
             if str(i) not in table["requests"].columns or "baseline" not in table["requests"].columns:
                 continue
@@ -355,6 +374,26 @@ def all_causes(con: duckdb.DuckDBPyConnection, frame: pd.DataFrame, windows: lis
             if chosen:
                 found[i].append((sum(c["surprise"] for c in chosen), column, chosen))
     return [[c for _, _, cs in sorted(f, key=lambda t: -t[0]) for c in cs] for f in found]
+
+
+NO_VALUE = "(none)"
+
+
+def _named(counts: pd.DataFrame) -> pd.DataFrame:
+    """Values as text, NULL as NO_VALUE (a value of its own: requests no rule classified)."""
+    counts["value"] = counts["value"].astype(object).where(counts["value"].notna(), NO_VALUE).astype(str)
+    return counts
+
+
+def _with_baseline(table: pd.DataFrame, totals: pd.DataFrame) -> pd.DataFrame:
+    """The per-part table with a 'baseline' part: each value's totals less its amounts in
+    the windows and the buckets beside them."""
+    import pandas as pd
+
+    table = table.reindex(totals.index, fill_value=0)
+    measures = ["requests", "errors", "time_us", "timed"]
+    base = {(m, "baseline"): totals[m].astype(float) - table[m].sum(axis=1) for m in measures}
+    return pd.concat([table, pd.DataFrame(base)], axis=1)
 
 
 def explain(table: pd.DataFrame, part: str, measure: str, time_ratio: float, dimension: str) -> list[dict]:

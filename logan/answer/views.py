@@ -100,7 +100,7 @@ def create_views(con: duckdb.DuckDBPyConnection) -> list[str]:
     names = []
     for path in sorted(queries_dir().glob("*.sql")):
         text = path.read_text()
-        if "{slo_us}" in text or "{series}" in text:  # needs its values: no plain view
+        if "{slo_us}" in text or "{series}" in text or "{columns}" in text:  # needs its values: no plain view
             continue
         if "{dimensions}" in text:
             for dim in DIMENSIONS:
@@ -185,12 +185,16 @@ def run_cursor(
 
 def series_sql(name: str, cols: Sequence[str]) -> str:
     """queries/<name>.sql with columns checked against DIMENSIONS (dimension_columns) in
-    its {series} slot (`a, b, ` before the view's own columns; empty for one series) and
-    {partition} slot (`PARTITION BY a, b`, or empty)."""
+    its {series} slot (`a, b, ` before the view's own columns; empty for one series),
+    {columns} slot (`a, b`) and {partition} slot (`PARTITION BY a, b`, or empty)."""
     sql = query_path(name).read_text()
     listed = "".join(f"{c}, " for c in cols)
     partition = f"PARTITION BY {', '.join(cols)}" if cols else ""
-    return sql.replace("{series}", listed).replace("{partition}", partition)
+    return (
+        sql.replace("{series}", listed)
+        .replace("{columns}", ", ".join(cols))
+        .replace("{partition}", partition)
+    )
 
 
 def _narrowed(con: duckdb.DuckDBPyConnection, sql: str, where: str) -> str:
