@@ -64,13 +64,19 @@ def _one(s: np.ndarray, e: np.ndarray, lo: int, hi: int, width: int) -> pd.DataF
     if len(s) == 0:  # no request with both times (a log without durations): nothing to say
         nothing = np.full(len(edges) - 1, np.nan)
         return pd.DataFrame({"bucket_us": edges[:-1], "in_flight_max": nothing, "in_flight_mean": nothing})
+    s, e = _us(s), _us(e)
     order = np.argsort(s, kind="stable")  # timsort: a log is nearly sorted by start
-    s, e = np.asarray(s, dtype=np.int64)[order], np.asarray(e, dtype=np.int64)[order]
+    s, e = s[order], e[order]
     return pd.DataFrame({
         "bucket_us": edges[:-1],
         "in_flight_max": most_in_flight(s, np.sort(e), edges),
         "in_flight_mean": overlap_sums(s, e, edges) / width,
     })  # fmt: skip
+
+
+def _us(times: np.ndarray) -> np.ndarray:
+    """Timestamps as microseconds since 1970 (int64), without a copy when they are already."""
+    return np.asarray(times).astype("datetime64[us]", copy=False).view(np.int64)
 
 
 def level_at(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -79,11 +85,22 @@ def level_at(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
     return np.searchsorted(s, t, side="right") - np.searchsorted(e, t, side="right")
 
 
+def _started_by(s: np.ndarray) -> np.ndarray:
+    """For each of the sorted starts, how many start at or before it (ties count alike):
+    searchsorted(s, s, "right") without a search."""
+    last_of_run = np.flatnonzero(
+        np.append(s[1:] != s[:-1], True)
+    )  # the last index of each run of equal starts
+    return np.repeat(last_of_run + 1, np.diff(np.append(-1, last_of_run)))
+
+
 def most_in_flight(s: np.ndarray, e: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """Per bucket between consecutive edges: the most requests in flight at any instant
     (s and e sorted, every start inside the edges)."""
     most = level_at(s, e, edges[:-1])  # at each bucket's start
-    after = np.append(level_at(s, e, s), -1)  # just after each start; -1 for the empty buckets at the end
+    after = np.append(
+        _started_by(s) - np.searchsorted(e, s, side="right"), -1
+    )  # -1: empty buckets at the end
     first = np.searchsorted(s, edges, side="left")
     peaks = np.maximum.reduceat(after, first[:-1])  # over each bucket's starts
     return np.where(np.diff(first) > 0, np.maximum(most, peaks), most)
