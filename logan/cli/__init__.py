@@ -19,6 +19,8 @@ from logan import __version__
 from logan.cli.compare import EXAMPLES as COMPARE_EXAMPLES
 from logan.cli.compare import compare_command
 from logan.cli.formats import formats_command
+from logan.cli.incidents import EXAMPLES as INCIDENTS_EXAMPLES
+from logan.cli.incidents import incidents_command
 from logan.cli.ingest import EXAMPLES as INGEST_EXAMPLES
 from logan.cli.ingest import ingest_command
 from logan.cli.plot import EXAMPLES as PLOT_EXAMPLES
@@ -29,6 +31,8 @@ from logan.cli.sql import EXAMPLES as SQL_EXAMPLES
 from logan.cli.sql import sql_command
 from logan.cli.stats import EXAMPLES as STATS_EXAMPLES
 from logan.cli.stats import stats_command
+from logan.cli.timeline import EXAMPLES as TIMELINE_EXAMPLES
+from logan.cli.timeline import timeline_command
 from logan.errors import EXIT_FAILURE, EXIT_USAGE, LoganError, StoreError
 from logan.show.console import err, say_error
 
@@ -43,6 +47,8 @@ app.command("ingest", epilog=INGEST_EXAMPLES)(ingest_command)
 app.command("stats", epilog=STATS_EXAMPLES)(stats_command)
 app.command("sql", epilog=SQL_EXAMPLES)(sql_command)
 app.command("prune", epilog=PRUNE_EXAMPLES)(prune_command)
+app.command("timeline", epilog=TIMELINE_EXAMPLES)(timeline_command)
+app.command("incidents", epilog=INCIDENTS_EXAMPLES)(incidents_command)
 app.command("formats", epilog="Example: logan formats")(formats_command)
 app.command("compare", epilog=COMPARE_EXAMPLES)(compare_command)
 app.command("plot", epilog=PLOT_EXAMPLES)(plot_command)
