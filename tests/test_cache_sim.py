@@ -1,0 +1,196 @@
+"""The cache simulator (logan/answer/cache_sim.py, its C replay) against a plain Python replay
+written here from the rules in words, on small generated traces; hand-computed tiny cases;
+and `logan cache` on Puppet-like logs, where per-process caches must fall short of a shared one.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+
+from logan.answer import cache_sim as cs
+
+# --- the reference: one request at a time, as the rules say ---------------------------------
+
+
+def reference(trace: cs.Trace, model: cs.Model, worker: np.ndarray) -> list[int]:
+    """Each cache is an OrderedDict key -> (fill end, size), most recent last.
+
+    A request hits when its cache holds a copy whose fill ended no later than TTL before it
+    started, or (coalescing) whose fill is still in flight. Otherwise it goes to the backend:
+    a 304 at the revalidation cost when a stale copy is held and revalidation is on, else a
+    full miss; its answer fills the copy when it ends. Without coalescing the answers in
+    flight land when the key is next asked for (the latest one wins), and only then enter
+    the cache. Bounded caches drop their least recently used copies.
+    """
+    caches: list[OrderedDict] = [OrderedDict() for _ in range(model.workers)]
+    in_flight: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    out = []
+
+    def store(cache: OrderedDict, key: int, fill: int, size: int) -> None:
+        cache.pop(key, None)
+        if model.max_bytes and size > model.max_bytes:
+            return
+        cache[key] = (fill, size)
+        while (model.max_objects and len(cache) > model.max_objects) or (
+            model.max_bytes and sum(s for _, s in cache.values()) > model.max_bytes
+        ):
+            cache.popitem(last=False)
+
+    for i in range(len(trace)):
+        w, k, t = int(worker[i]), int(trace.key[i]), int(trace.start[i])
+        cache = caches[w]
+        if not model.coalesce:
+            flying = in_flight.get((w, k), [])
+            landed = [f for f in flying if f[0] <= t]
+            in_flight[(w, k)] = [f for f in flying if f[0] > t]
+            if landed:
+                fill, size = max(landed)
+                if k not in cache or fill > cache[k][0]:
+                    store(cache, k, fill, size)
+        held = cache.get(k)
+        if held is not None and t < held[0] + model.ttl_us:
+            out.append(cs.WAITED if t < held[0] else cs.HIT)
+            cache.move_to_end(k)
+            continue
+        if held is not None and model.revalidate_us is not None:
+            out.append(cs.REVALIDATED)
+            done = t + model.revalidate_us
+        else:
+            out.append(cs.MISS)
+            done = int(trace.end[i])
+        size = int(trace.size[i])
+        if model.coalesce:
+            store(cache, k, done, size)
+        else:
+            in_flight.setdefault((w, k), []).append((done, size))
+            if out[-1] == cs.REVALIDATED:
+                cache.move_to_end(k)
+    return out
+
+
+def random_trace(seed: int, n: int = 3000, keys: int = 40, span_s: float = 120) -> cs.Trace:
+    """Zipf-like keys, bursts of arrivals, durations from 1 ms to 2 s (long fills overlap)."""
+    rng = np.random.default_rng(seed)
+    gaps = rng.exponential(span_s * 1e6 / n, n) * rng.choice([0.02, 1, 3], n, p=[0.3, 0.5, 0.2])
+    start = np.cumsum(gaps).astype(np.int64)
+    weights = 1 / np.arange(1, keys + 1)
+    key = rng.choice(keys, n, p=weights / weights.sum()).astype(np.int64)
+    duration = rng.lognormal(np.log(50_000), 1.5, n).clip(1000, 2_000_000).astype(np.int64)
+    size = (100 + key * 37).astype(np.int64)
+    client = rng.integers(0, 25, n).astype(np.int64)
+    return cs.Trace(key, client, start, start + duration, duration, size, keys)
+
+
+MODELS = [
+    cs.Model(ttl_us=1_000_000),
+    cs.Model(ttl_us=10_000_000),
+    cs.Model(ttl_us=0),
+    cs.Model(ttl_us=5_000_000, coalesce=False),
+    cs.Model(ttl_us=2_000_000, revalidate_us=3000),
+    cs.Model(ttl_us=2_000_000, revalidate_us=3000, coalesce=False),
+    cs.Model(ttl_us=5_000_000, workers=4, assign="random", seed=7),
+    cs.Model(ttl_us=5_000_000, workers=3, assign="round-robin"),
+    cs.Model(ttl_us=5_000_000, workers=5, assign="client"),
+    cs.Model(ttl_us=30_000_000, max_objects=5),
+    cs.Model(ttl_us=30_000_000, max_objects=3, workers=2, assign="round-robin"),
+    cs.Model(ttl_us=30_000_000, max_bytes=1500),
+    cs.Model(ttl_us=30_000_000, max_objects=4, coalesce=False, revalidate_us=500),
+    cs.Model(ttl_us=3_000_000, max_bytes=2000, revalidate_us=1000, workers=2, assign="client"),
+]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize(
+    "model",
+    MODELS,
+    ids=lambda m: (
+        f"ttl{m.ttl_us // 1000}ms-w{m.workers}-"
+        f"{'co' if m.coalesce else 'noco'}-r{m.revalidate_us}-lru{m.max_objects}/{m.max_bytes}"
+    ),
+)
+def test_replay_matches_the_plain_python_replay(seed: int, model: cs.Model):
+    trace = random_trace(seed)
+    got = cs.replay(trace, model)
+    want = reference(trace, model, cs.workers_of(trace, model))
+    assert got.tolist() == want
+    # and the sums: hit ratio, backend requests and saved time from the reference outcomes
+    cost = np.full(trace.keys, 1000.0)
+    sums = cs.per_key(trace, got, cost, model.revalidate_us)
+    hits = [o in (cs.HIT, cs.WAITED) for o in want]
+    assert sums["hits"].sum() == sum(hits)
+    assert sums["backend_requests"].sum() == len(want) - sum(hits)
+    saved = sum(max(int(d) - 1000, 0) for d, h in zip(trace.duration, hits, strict=True) if h)
+    if model.revalidate_us is not None:
+        saved += sum(max(int(d) - model.revalidate_us, 0)
+                     for d, o in zip(trace.duration, want, strict=True) if o == cs.REVALIDATED)  # fmt: skip
+    assert sums["saved_us"].sum() == pytest.approx(saved, rel=1e-12)
+
+
+def test_the_workers_spread_as_asked():
+    trace = random_trace(4)
+    rr = cs.workers_of(trace, cs.Model(1, workers=3, assign="round-robin"))
+    assert rr[:7].tolist() == [0, 1, 2, 0, 1, 2, 0]
+    by_client = cs.workers_of(trace, cs.Model(1, workers=5, assign="client"))
+    for c in np.unique(trace.client):  # one client, one cache
+        assert len(set(by_client[trace.client == c].tolist())) == 1
+    a = cs.workers_of(trace, cs.Model(1, workers=4, seed=3))
+    assert (a == cs.workers_of(trace, cs.Model(1, workers=4, seed=3))).all()
+    assert not (a == cs.workers_of(trace, cs.Model(1, workers=4, seed=4))).all()
+    assert set(np.bincount(a).tolist()) != {0} and np.bincount(a).min() > len(trace) / 4 * 0.8
+
+
+def tiny(rows: list[tuple[int, int, int]], size: int = 10) -> cs.Trace:
+    """(key, start ms, duration ms) rows."""
+    key = np.array([r[0] for r in rows], np.int64)
+    start = np.array([r[1] * 1000 for r in rows], np.int64)
+    dur = np.array([r[2] * 1000 for r in rows], np.int64)
+    return cs.Trace(key, np.zeros(len(rows), np.int64), start, start + dur, dur,
+                    np.full(len(rows), size, np.int64), int(key.max()) + 1)  # fmt: skip
+
+
+def test_hand_computed_fill_at_the_end_of_the_miss():
+    # key 0: a miss at 0 ms taking 100 ms; TTL 1 s, so the copy is fresh 100..1100 ms
+    rows = [(0, 0, 100), (0, 50, 100), (0, 100, 5), (0, 1099, 5), (0, 1100, 80), (0, 1150, 5), (0, 1181, 5)]
+    t = tiny(rows)
+    # 50 ms: the fill is in flight -> waits (coalesced); 100 and 1099: fresh; 1100: expired ->
+    # miss, fill in flight until 1180; 1150 waits; 1181 fresh
+    co = cs.replay(t, cs.Model(ttl_us=1_000_000))
+    assert co.tolist() == [cs.MISS, cs.WAITED, cs.HIT, cs.HIT, cs.MISS, cs.WAITED, cs.HIT]
+    # without coalescing the request at 50 ms goes to the backend too, and its answer (ending
+    # at 150) is the latest fill: fresh until 1150, so 1100 hits and 1150 misses (until 1155)
+    no = cs.replay(t, cs.Model(ttl_us=1_000_000, coalesce=False))
+    assert no.tolist() == [cs.MISS, cs.MISS, cs.HIT, cs.HIT, cs.HIT, cs.MISS, cs.HIT]
+    # revalidation: at 1100 the stale copy is revalidated, a 304 in 2 ms: fresh from 1102
+    rv = cs.replay(t, cs.Model(ttl_us=1_000_000, revalidate_us=2000))
+    assert rv.tolist() == [cs.MISS, cs.WAITED, cs.HIT, cs.HIT, cs.REVALIDATED, cs.HIT, cs.HIT]
+    # saved: hits save their time minus the hit cost (5 ms, the key's fastest answer)
+    sums = cs.per_key(t, rv, np.array([5000.0]), 2000)
+    assert sums["saved_us"][0] == (100 - 5) * 1000 + 0 + 0 + 0 + (80 - 2) * 1000 + 0
+    assert (sums["hits"][0], sums["revalidations"][0], sums["backend_requests"][0]) == (5, 1, 2)
+
+
+def test_hand_computed_lru_evicts_the_least_recent():
+    # keys 0,1,2 each missed once (1 ms fills), then 0 again: with room for 2, key 0 was
+    # evicted by key 2 -> miss; then 2 is a hit, 1 was evicted by 0 -> miss
+    rows = [(0, 0, 1), (1, 10, 1), (2, 20, 1), (0, 30, 1), (2, 40, 1), (1, 50, 1)]
+    got = cs.replay(tiny(rows), cs.Model(ttl_us=10**9, max_objects=2))
+    assert got.tolist() == [cs.MISS, cs.MISS, cs.MISS, cs.MISS, cs.HIT, cs.MISS]
+    unbounded = cs.replay(tiny(rows), cs.Model(ttl_us=10**9))
+    assert unbounded.tolist() == [cs.MISS] * 3 + [cs.HIT] * 3
+    # 25 bytes hold two 10-byte answers
+    assert cs.replay(tiny(rows), cs.Model(ttl_us=10**9, max_bytes=25)).tolist() == got.tolist()
+    # an answer larger than the whole cache is never kept
+    assert set(cs.replay(tiny(rows, size=30), cs.Model(ttl_us=10**9, max_bytes=25)).tolist()) == {cs.MISS}
+
+
+def test_bad_models_are_one_line_errors():
+    with pytest.raises(cs.LoganError, match="workers"):
+        cs.Model(ttl_us=1, workers=0)
+    with pytest.raises(cs.LoganError, match="assign"):
+        cs.Model(ttl_us=1, assign="nearest")
