@@ -1,7 +1,6 @@
 -- Which requests could a cache answer, keyed how, and why not the others?
 --
--- The simulator's input (logan/answer/cache_sim.py): one row per request, in start order,
--- with its cache key, its times in microseconds since the first request, and `excluded`:
+-- The simulator's input (logan/answer/cache_sim.py): one row per request with its cache key, its times in microseconds since the first request, and `excluded`:
 -- NULL when a cache could store and serve the answer, else the reason it could not:
 --   method      not GET or HEAD
 --   status      a status a cache does not store by default (RFC 9111 section 3 and
@@ -61,4 +60,3 @@ SELECT
     WHEN min_size <> max_size THEN 'size varies'
   END AS excluded
 FROM sized
-ORDER BY start_us, end_us, cache_key

@@ -5,9 +5,6 @@ and `logan cache` on Puppet-like logs, where per-process caches must fall short 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from collections import OrderedDict
 
 import numpy as np
