@@ -87,8 +87,10 @@ def cache_command(
     ) as store:
         for s in summaries:
             said_read(s)
-        answer = ca.cache(store.con, by, key, ttl, workers, assign, seed, coalesce, revalidate, hit_cost,
-                          max_objects, max_bytes, opt.top(top, shown), source, keep_varying, **filters)  # fmt: skip
+        answer = ca.cache(
+            store.con, by, key, ttl, workers, assign, seed, coalesce, revalidate, hit_cost,
+            max_objects, max_bytes, opt.top(top, shown), source, keep_varying, **filters,
+        )  # fmt: skip
     write_cache(answer, shown)
     if plot is not None:
         from logan.show.cache_plot import plot_saved
