@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from logan import store as _store
 from logan.answer import stats  # the module, as notebooks use it: logan.stats.headline(con)
+from logan.answer.cache import cache
 from logan.errors import FormatError, LoganError
 from logan.read.ingest import IngestSummary, ingest
 
@@ -33,6 +34,10 @@ class Store(_store.Store):
     def stats(self, **kwargs: Any) -> pd.DataFrame:
         """Time spent by dimension: see logan.stats.stats for the options."""
         return stats.stats(self.con, **kwargs)
+
+    def cache(self, **kwargs: Any) -> Any:
+        """What a cache would answer and save: see logan.cache (a CacheAnswer of DataFrames)."""
+        return cache(self.con, **kwargs)
 
 
 def open(path: str | Path | None = None, read_only: bool = False) -> Store:  # noqa: A001
@@ -54,6 +59,7 @@ __all__ = [
     "IngestSummary",
     "LoganError",
     "Store",
+    "cache",
     "ingest",
     "open",
     "open_store",

@@ -5,6 +5,9 @@ and `logan cache` on Puppet-like logs, where per-process caches must fall short 
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections import OrderedDict
 
 import numpy as np
@@ -191,3 +194,120 @@ def test_bad_models_are_one_line_errors():
         cs.Model(ttl_us=1, workers=0)
     with pytest.raises(cs.LoganError, match="assign"):
         cs.Model(ttl_us=1, assign="nearest")
+
+
+# --- the whole path: logs -> store -> `logan cache` -------------------------------------------
+
+
+def logan(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["logan", *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def puppet_log(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("cache") / "puppet.log"
+    generate = [sys.executable, "-m", "logan.generate", "--lines", "60000", "--seed", "3", "-o", str(path)]
+    subprocess.run(generate, check=True)
+    return str(path)
+
+
+def test_per_process_caches_fall_short_of_one_shared_cache(puppet_log: str):
+    run = logan("cache", puppet_log, "--by", "indirector", "--ttl", "5min", "--workers", "20",
+                "--keep-varying", "--top", "0", "-o", "json")  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    rows = {(r["indirector"], r["workers"]): r for r in json.loads(run.stdout)}
+    shared, apart = rows[("file_metadata", 1)], rows[("file_metadata", 20)]
+    for r in rows.values():  # the fields programs read
+        assert {"ttl_s", "hit_ratio", "backend_requests", "saved_us"} <= set(r) and r["ttl_s"] == 300
+    assert shared["requests"] == apart["requests"]
+    assert shared["hit_ratio"] > 0.8 and shared["hit_ratio"] - apart["hit_ratio"] > 0.3
+    assert shared["saved_us"] > 1.5 * apart["saved_us"]
+    # the shared figure once more, from the raw rows of the log by the plain Python replay
+    import logan as api
+
+    with api.open(None) as store:
+        api.ingest([puppet_log], store)
+        raw = store.sql(
+            "SELECT coalesce(vhost, '') || ' ' || path || coalesce('?' || nullif(query, ''), '') AS k, "
+            "epoch_us(ts_start) AS s, duration_us AS d, bytes_sent AS b, line_no FROM requests "
+            "WHERE method IN ('GET', 'HEAD') AND status IN (200, 203, 204, 206, 300, 301, 308, 404, 405, "
+            "410, 414, 501) AND indirector = 'file_metadata'"
+        )
+    raw = raw.sort_values(["s", "d", "k"], kind="stable")
+    ids = {k: i for i, k in enumerate(sorted(set(raw["k"])))}
+    key = np.array([ids[k] for k in raw["k"]], np.int64)
+    start = raw["s"].to_numpy(np.int64)
+    t = cs.Trace(key, key * 0, start, start + raw["d"].to_numpy(np.int64), raw["d"].to_numpy(np.int64),
+                 raw["b"].fillna(0).to_numpy(np.int64), len(ids))  # fmt: skip
+    want = reference(t, cs.Model(ttl_us=300_000_000), np.zeros(len(t), np.int64))
+    assert shared["requests"] == len(want)
+    assert shared["hits"] == sum(o in (cs.HIT, cs.WAITED) for o in want)
+    fastest = raw.groupby("k")["d"].min()
+    saved = sum(
+        max(d - fastest[k], 0) for k, d, o in zip(raw["k"], raw["d"], want, strict=True) if o != cs.MISS
+    )
+    assert shared["saved_us"] == round(saved)
+
+
+def test_the_headline_says_it_in_words(puppet_log: str):
+    run = logan(
+        "cache", puppet_log, "--by", "indirector", "--ttl", "auto", "--workers", "4", "--keep-varying"
+    )
+    assert run.returncode == 0, run.stderr
+    first = " ".join(run.stdout.split("┏")[0].split())  # the words above the table, unwrapped
+    assert first.startswith("Caching file_metadata for ") and "as 4 per-process caches" in first
+    assert "of its requests from the cache and saved" in first
+    rows = json.loads(logan("cache", puppet_log, "--ttl", "auto", "--top", "1", "-o", "json").stdout)
+    assert sorted({r["ttl_s"] for r in rows}) == [1, 5, 15, 60, 300, 900, 3600]
+
+
+LINES = """\
+10.0.0.1 - - [10/Oct/2024:13:55:36 +0000] "GET /a HTTP/1.1" 200 5 "-" 1000
+10.0.0.1 - - [10/Oct/2024:13:55:37 +0000] "GET /a HTTP/1.1" 200 5 "-" 3000
+10.0.0.1 - - [10/Oct/2024:13:55:38 +0000] "POST /a HTTP/1.1" 200 5 "-" 7000
+10.0.0.1 - - [10/Oct/2024:13:55:39 +0000] "GET /r HTTP/1.1" 302 0 "-" 500
+10.0.0.1 - - [10/Oct/2024:13:55:39 +0000] "GET /n HTTP/1.1" 404 9 "-" 400
+10.0.0.1 - bob [10/Oct/2024:13:55:40 +0000] "GET /a HTTP/1.1" 200 5 "-" 900
+10.0.0.1 - - [10/Oct/2024:13:55:41 +0000] "GET /a HTTP/1.1" 200 5 "sid=1" 800
+10.0.0.1 - - [10/Oct/2024:13:55:42 +0000] "GET /v HTTP/1.1" 200 10 "-" 100
+10.0.0.1 - - [10/Oct/2024:13:55:43 +0000] "GET /v HTTP/1.1" 200 11 "-" 100
+10.0.0.1 - - [10/Oct/2024:13:55:44 +0000] "GET /a?x=1 HTTP/1.1" 200 5 "-" 2000
+"""
+
+
+def test_what_no_cache_would_answer_is_left_out_with_its_reason(tmp_path):
+    log = tmp_path / "tiny.log"
+    log.write_text(LINES)
+    import logan as api
+
+    with api.open(None) as store:
+        api.ingest([str(log)], store, format='%h %l %u %t "%r" %>s %b "%{Cookie}i" %D')
+        a = api.cache(store.con, by="url", ttl="10s", hit_cost="0ms")
+        by_path = api.cache(store.con, by="url", key="path", ttl="10s", hit_cost="0ms")
+    reasons = dict(zip(a.exclusions["reason"], a.exclusions["requests"], strict=True))
+    # POST; 302 (not stored by default); bob and the cookie; /v answered 10 and 11 bytes
+    assert reasons == {"cacheable": 4, "method": 1, "status": 1, "per user": 2, "size varies": 2}
+    rows = {r["key"]: r for r in a.table.to_dict("records")}
+    assert set(rows) == {" /a", " /n", " /a?x=1"}
+    # /a: 1000 us at :36 is the miss, the 3000 us at :37 a hit saving all of it (hit cost 0)
+    assert (rows[" /a"]["hits"], rows[" /a"]["saved_us"], rows[" /a"]["backend_requests"]) == (1, 3000, 1)
+    assert rows[" /a"]["reuse_p50_us"] == 1_000_000
+    # --key path: /a?x=1 is /a too, 7 s after the last /a miss: a hit
+    path_rows = {r["key"]: r for r in by_path.table.to_dict("records")}
+    assert (path_rows[" /a"]["requests"], path_rows[" /a"]["hits"], path_rows[" /a"]["saved_us"]) == (
+        3,
+        2,
+        5000,
+    )
+    assert a.headline.startswith("Caching  /a for 10 s would have answered 50% of its requests")
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [(["--ttl", "soon"], "--ttl"), (["--by", "colour"], "--by"), (["--key", "host"], "--key"),
+     (["--assign", "nearest"], "--assign"), (["--revalidate", "x"], "--revalidate")],
+)  # fmt: skip
+def test_bad_options_are_one_line(args: list[str], needle: str):
+    run = logan("cache", "sample_logs/puppet_access.log", *args)
+    assert run.returncode == 2 and needle in run.stderr and len(run.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in run.stderr

@@ -180,7 +180,8 @@ def predicted(log: Path, prefix: str, tmp: Path, *options: str) -> dict[float, f
     passed.write_text("".join(x for x in log.read_text().splitlines(True) if x.split()[1] == "pass"))
     run = subprocess.run(
         ["logan", "cache", str(passed), "--format", FORMAT, "--dialect", "varnish", "--by", "url",
-         "--ttl", ",".join(f"{s}s" for s in TTLS.values()), "--path", f"{prefix}*", "--top", "0", "-o", "json", *options],
+         "--ttl", ",".join(f"{s}s" for s in TTLS.values()), "--path", f"{prefix}*", "--top", "0",
+         "-o", "json", *options],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     rows = json.loads(run.stdout)

@@ -65,12 +65,23 @@ def columns_read(key: str = "url", source: str | None = None, **filters: Any) ->
     return columns_named(requests_sql(key), filter_sql(filters)[0]) | ({"source"} if source else set())
 
 
-def check_options(by: str, key: str, ttl: str | Sequence[str] | None) -> None:
+def check_options(
+    by: str = "route",
+    key: str = "url",
+    ttl: str | Sequence[str] | None = "60s",
+    assign: str = "random",
+    revalidate: str | None = None,
+    hit_cost: str | None = None,
+) -> None:
     """The options of cache(), checked before any log is read."""
     if by not in BY:
         raise LoganError(f"unknown --by {by!r}; use {', '.join(BY)}")
     requests_sql(key)
     parse_ttls(ttl)
+    cs.Model(ttl_us=0, assign=assign)
+    for text, option in ((revalidate, "--revalidate"), (hit_cost, "--hit-cost")):
+        if text is not None:
+            parse_duration(text, option)
 
 
 @dataclass(frozen=True)
@@ -201,7 +212,7 @@ def cache(
     `keep_varying`: replay keys whose answers vary in size too (by default they are left
     out: an answer that changes is not one a TTL should serve).
     `top` groups (None or 0: all), largest saving of one shared cache first."""
-    check_options(by, key, ttl)
+    check_options(by, key, ttl, assign, revalidate, hit_cost)
     ttls = parse_ttls(ttl)
     base = cs.Model(
         ttl_us=0, workers=workers, assign=assign, seed=seed, coalesce=coalesce,

@@ -79,7 +79,7 @@ def cache_command(
     format, dialect = opt.format_from_options(format, dialect, nginx_conf, log_format_name)
     shown = opt.output(output, out, wide, columns, raw)
     filters = opt.filters(since, until, env, method, status, path)
-    ca.check_options(by, key, ttl)
+    ca.check_options(by, key, ttl, assign, revalidate, hit_cost)
     read = opt.read_options(format, dialect, tz, profile, rules, trusted_proxy, keep_going)
     summaries: list[IngestSummary] = []
     with requests_of(
