@@ -311,3 +311,15 @@ def test_bad_options_are_one_line(args: list[str], needle: str):
     run = logan("cache", "sample_logs/puppet_access.log", *args)
     assert run.returncode == 2 and needle in run.stderr and len(run.stderr.strip().splitlines()) == 1
     assert "Traceback" not in run.stderr
+
+
+def test_the_plot_is_a_picture_of_the_table(puppet_log: str, tmp_path):
+    png = tmp_path / "saved.png"
+    run = logan("cache", puppet_log, "--by", "indirector", "--ttl", "1s,1min", "--workers", "3",
+                "--keep-varying", "--plot", str(png))  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    import matplotlib.image
+
+    picture = matplotlib.image.imread(png)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and picture.shape[0] > 400 and picture.shape[1] > 600
+    assert picture.std() > 0.05  # lines and text, not a blank canvas

@@ -116,7 +116,7 @@ def test_version_and_short_help():
     assert r.returncode == 0 and "stats" in r.stdout and "ingest" in r.stdout
 
 
-@pytest.mark.parametrize("command", ["ingest", "stats", "sql", "formats"])
+@pytest.mark.parametrize("command", ["ingest", "stats", "sql", "formats", "cache"])
 def test_every_help_ends_with_an_example_that_runs(tmp_path, command):
     text = " ".join(logan(command, "--help", columns=300).stdout.split())
     assert "Example" in text.split("Options")[-1]  # after the options: the last thing shown
