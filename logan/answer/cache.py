@@ -54,15 +54,18 @@ def parse_ttls(text: str | Sequence[str] | None) -> list[int]:
     return ttls
 
 
-def requests_sql(key: str = "url") -> str:
+def requests_sql(key: str = "url", by: str = "route") -> str:
     if key not in KEYS:
         raise LoganError(f"unknown --key {key!r}; use {', '.join(KEYS)}")
-    return query_sql("cache_requests").replace("{key}", KEYS[key])
+    if by not in BY:
+        raise LoganError(f"unknown --by {by!r}; use {', '.join(BY)}")
+    group = "CAST(NULL AS VARCHAR)" if by == "url" else BY[by]
+    return query_sql("cache_requests").replace("{key}", KEYS[key]).replace("{group}", group)
 
 
-def columns_read(key: str = "url", source: str | None = None, **filters: Any) -> set[str]:
+def columns_read(key: str = "url", by: str = "route", source: str | None = None, **filters: Any) -> set[str]:
     """The `requests` columns `cache()` reads: all a store made for it needs."""
-    return columns_named(requests_sql(key), filter_sql(filters)[0]) | ({"source"} if source else set())
+    return columns_named(requests_sql(key, by), filter_sql(filters)[0]) | ({"source"} if source else set())
 
 
 def check_options(
@@ -74,9 +77,7 @@ def check_options(
     hit_cost: str | None = None,
 ) -> None:
     """The options of cache(), checked before any log is read."""
-    if by not in BY:
-        raise LoganError(f"unknown --by {by!r}; use {', '.join(BY)}")
-    requests_sql(key)
+    requests_sql(key, by)
     parse_ttls(ttl)
     cs.Model(ttl_us=0, assign=assign)
     for text, option in ((revalidate, "--revalidate"), (hit_cost, "--hit-cost")):
@@ -86,8 +87,8 @@ def check_options(
 
 @dataclass(frozen=True)
 class Loaded:
-    """The cacheable requests as a Trace, their keys (key_id order: cache_key, route,
-    indirector, fastest_us), the excluded requests by reason, and the log's span."""
+    """The cacheable requests as a Trace, their keys (key_id order: cache_key, cache_group,
+    fastest_us), the excluded requests by reason, and the log's span."""
 
     trace: cs.Trace
     keys: pd.DataFrame
@@ -98,43 +99,62 @@ class Loaded:
 def load(
     con: duckdb.DuckDBPyConnection,
     key: str = "url",
+    by: str = "route",
     source: str | None = None,
     keep_varying: bool = False,
+    clients: bool = False,
     **filters: Any,
 ) -> Loaded:
-    """Read the requests the filters keep (and `source`, a tier of a multi-log store).
-    `keep_varying` replays the keys whose size varies too (said in the exclusions)."""
+    """Read the requests the filters keep (and `source`, a tier of a multi-log store), their
+    keys grouped `by`. `keep_varying` replays the keys whose size varies too (said in the
+    exclusions); `clients` numbers the clients (for workers assigned by client; else 0)."""
     where, params = filter_sql(filters)
     if source is not None:
         where, params = " AND ".join(x for x in (where, "source = ?") if x), [*params, source]
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {_TABLE} AS {narrowed(con, requests_sql(key), where)}", params)
-    replayed = "(excluded IS NULL OR excluded = 'size varies')" if keep_varying else "excluded IS NULL"
-    exclusions = con.execute(
-        f"SELECT coalesce(excluded, 'cacheable') AS reason, count(*) AS requests, "
-        f"sum(duration_us) AS total_us FROM {_TABLE} GROUP BY 1 ORDER BY requests DESC, reason"
-    ).df()
-    if keep_varying:
-        exclusions["reason"] = exclusions["reason"].replace("size varies", "size varies (kept)")
-    exclusions["share"] = exclusions["requests"] / max(int(exclusions["requests"].sum()), 1)
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE {_TABLE} AS {narrowed(con, requests_sql(key, by), where)}", params
+    )
+    # the cacheable keys, numbered; a key whose 200 answers differ in size is one no TTL
+    # should serve, unless asked to keep it
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE {_TABLE}_all_keys AS SELECT cache_key, count(*) AS requests, "
+        f"sum(duration_us) AS total_us, min(cache_group) AS cache_group, "
+        f"min(duration_us) AS fastest_us, coalesce(min(get_size) <> max(get_size), false) AS varies "
+        f"FROM {_TABLE} WHERE excluded IS NULL GROUP BY cache_key"
+    )
     con.execute(
         f"CREATE OR REPLACE TEMP TABLE {_TABLE}_keys AS SELECT row_number() OVER (ORDER BY cache_key) - 1 "
-        f"AS key_id, * FROM (SELECT cache_key, min(route) AS route, min(indirector) AS indirector, "
-        f"min(duration_us) AS fastest_us FROM {_TABLE} WHERE {replayed} GROUP BY cache_key)"
+        f"AS key_id, cache_key, cache_group, fastest_us FROM {_TABLE}_all_keys "
+        f"WHERE {'true' if keep_varying else 'NOT varies'}"
     )
     keys = con.execute(f"SELECT * FROM {_TABLE}_keys ORDER BY key_id").df()
+    exclusions = _exclusions(con, keep_varying)
+    client = "dense_rank() OVER (ORDER BY r.client)" if clients else "0"
     cols = con.execute(
-        f"WITH clients AS (SELECT c, row_number() OVER (ORDER BY c) AS client_id FROM "
-        f"(SELECT DISTINCT coalesce(client, '') AS c FROM {_TABLE})) "
-        f"SELECT k.key_id, clients.client_id, r.start_us, r.end_us, r.duration_us, r.bytes_sent "
-        f"FROM {_TABLE} AS r JOIN {_TABLE}_keys AS k USING (cache_key) "
-        f"JOIN clients ON coalesce(r.client, '') = clients.c WHERE {replayed} "
-        f"ORDER BY r.start_us, r.end_us, k.key_id"
+        f"SELECT k.key_id, {client} AS client_id, r.start_us, r.end_us, "
+        f"r.duration_us, r.bytes_sent FROM {_TABLE} AS r JOIN {_TABLE}_keys AS k USING (cache_key) "
+        f"WHERE r.excluded IS NULL ORDER BY r.start_us, r.end_us, k.key_id"
     ).fetchnumpy()
-    span = con.execute(f"SELECT coalesce(max(start_us), 0) FROM {_TABLE}").fetchone()[0]
+    span = con.execute(f"SELECT coalesce(max(start_us) - min(start_us), 0) FROM {_TABLE}").fetchone()[0]
     a = {c: np.asarray(v, np.int64) for c, v in cols.items()}
     trace = cs.Trace(a["key_id"], a["client_id"], a["start_us"], a["end_us"], a["duration_us"],
                      a["bytes_sent"], len(keys))  # fmt: skip
     return Loaded(trace, keys, exclusions, int(span))
+
+
+def _exclusions(con: duckdb.DuckDBPyConnection, keep_varying: bool) -> pd.DataFrame:
+    """Requests and server time by reason no cache would answer them ('cacheable' for the
+    rest), largest first."""
+    varies = "size varies (kept)" if keep_varying else "size varies"
+    found = con.execute(
+        f"SELECT excluded AS reason, count(*) AS requests, sum(duration_us) AS total_us FROM {_TABLE} "
+        f"WHERE excluded IS NOT NULL GROUP BY excluded UNION ALL "
+        f"SELECT CASE WHEN varies THEN ? ELSE 'cacheable' END, sum(requests), sum(total_us) "
+        f"FROM {_TABLE}_all_keys GROUP BY varies ORDER BY 2 DESC, 1",
+        [varies],
+    ).df()
+    found["share"] = found["requests"] / max(int(found["requests"].sum()), 1)
+    return found
 
 
 def simulate(
@@ -220,16 +240,17 @@ def cache(
         max_objects=max_objects, max_bytes=max_bytes,
     )  # fmt: skip
     models = [replace(base, workers=1), base] if workers > 1 else [base]
-    loaded = load(con, key, source, keep_varying, **filters)
+    loaded = load(con, key, by, source, keep_varying, assign == "client" and workers > 1, **filters)
     per_key = simulate(loaded, ttls, models, parse_duration(hit_cost, "--hit-cost") if hit_cost else None)
-    table = _grouped(loaded, per_key, BY[by], top)
+    table = _grouped(loaded, per_key, by, top)
     totals = _totals(per_key)
-    return CacheAnswer(table, totals, loaded.exclusions, headline(table, totals, loaded.exclusions, BY[by]))
+    return CacheAnswer(table, totals, loaded.exclusions, headline(table, totals, loaded.exclusions, by))
 
 
-def _grouped(loaded: Loaded, per_key: pd.DataFrame, column: str, top: int | None) -> pd.DataFrame:
+def _grouped(loaded: Loaded, per_key: pd.DataFrame, by: str, top: int | None) -> pd.DataFrame:
     import pandas as pd
 
+    column = "cache_key" if by == "url" else "cache_group"
     labels = loaded.keys[column].astype(object).where(loaded.keys[column].notna(), None)
     codes, names = pd.factorize(labels, use_na_sentinel=False)
     group = codes[per_key["key_id"].to_numpy()]
@@ -237,8 +258,9 @@ def _grouped(loaded: Loaded, per_key: pd.DataFrame, column: str, top: int | None
     g = per_key[sums].groupby([group, per_key["ttl_s"], per_key["workers"]]).sum()
     g.index.names = ["group", "ttl_s", "workers"]
     g = g.reset_index()
-    g.insert(1, column, names[g["group"].to_numpy()])
-    if column != "cache_key":
+    name = "key" if by == "url" else by
+    g.insert(1, name, names[g["group"].to_numpy()])
+    if by != "url":
         g.insert(2, "keys", np.bincount(codes, minlength=len(names))[g["group"].to_numpy()])
     minutes = max(loaded.span_us / 60e6, 1.0)
     g["per_minute"] = g["requests"] / minutes
@@ -255,7 +277,6 @@ def _grouped(loaded: Loaded, per_key: pd.DataFrame, column: str, top: int | None
     g = g[g["group"].isin(order)]
     g = g.assign(_rank=g["group"].map({grp: i for i, grp in enumerate(order)}))
     g = g.sort_values(["_rank", "workers", "ttl_s"]).drop(columns=["_rank", "group"])
-    g = g.rename(columns={"cache_key": "key"})
     cols = [c for c in ("key", "route", "indirector", "keys") if c in g.columns]
     rest = ["ttl_s", "workers", "requests", "per_minute", "reuse_p50_us", "hit_ratio", "hits", "waited",
             "revalidations", "backend_requests", "total_us", "saved_us", "saved_share"]  # fmt: skip
@@ -286,12 +307,12 @@ def flat_ttl(rows: pd.DataFrame) -> float:
     )
 
 
-def headline(table: pd.DataFrame, totals: pd.DataFrame, exclusions: pd.DataFrame, column: str) -> str:
+def headline(table: pd.DataFrame, totals: pd.DataFrame, exclusions: pd.DataFrame, by: str) -> str:
     """The answer in words: the best candidate at the TTL where its saving flattens, as one
     shared cache and as the per-worker caches asked for; then all cacheable requests."""
     if table.empty:
         return "No request is cacheable: " + _excluded_words(exclusions) + "."
-    name = "key" if column == "cache_key" else column
+    name = "key" if by == "url" else by
     label = table[name].iloc[0]
     label = "-" if label is None else str(label)
     first = table[table[name].astype(str) == label]

@@ -83,7 +83,7 @@ def cache_command(
     read = opt.read_options(format, dialect, tz, profile, rules, trusted_proxy, keep_going)
     summaries: list[IngestSummary] = []
     with requests_of(
-        files, db, ca.columns_read(key, source, **filters), read, on_read=summaries.append
+        files, db, ca.columns_read(key, by, source, **filters), read, on_read=summaries.append
     ) as store:
         for s in summaries:
             said_read(s)
