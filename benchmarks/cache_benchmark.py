@@ -156,8 +156,8 @@ def main() -> None:
         print("libCacheSim: not installed (pip install libcachesim) -- not compared")
     else:
         s_l, r_l = other
-        print(f"libCacheSim LRU, same trace: {s_l * 1e3:.0f} ms ({m / s_l / 1e6:.0f} M/s, hit ratio {r_l:.3f}); "
-              f"logan's replay takes {s_c / s_l:.2f}x its time")  # fmt: skip
+        print(f"libCacheSim LRU, same trace: {s_l * 1e3:.0f} ms ({m / s_l / 1e6:.0f} M/s, "
+              f"hit ratio {r_l:.3f}); logan's replay takes {s_c / s_l:.2f}x its time")  # fmt: skip
 
 
 if __name__ == "__main__":

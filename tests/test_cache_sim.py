@@ -323,3 +323,24 @@ def test_the_plot_is_a_picture_of_the_table(puppet_log: str, tmp_path):
     picture = matplotlib.image.imread(png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and picture.shape[0] > 400 and picture.shape[1] > 600
     assert picture.std() > 0.05  # lines and text, not a blank canvas
+
+
+def test_the_candidates_view_has_the_rate_and_the_reuse_distance():
+    import pandas as pd
+
+    from logan.answer import stats as st
+    from logan.store import open_store
+
+    t0 = pd.Timestamp("2024-10-10 12:00:00")
+    rows = [("/a", 0), ("/a", 10), ("/a", 40), ("/b", 5), ("/b", 65)]
+    frame = pd.DataFrame({
+        "method": "GET", "route": "/x", "vhost": "h", "path": [p for p, _ in rows], "status": 200,
+        "duration_us": 1000, "bytes_sent": 10, "client": "c",
+        "ts_start": [t0 + pd.Timedelta(seconds=s) for _, s in rows],
+    })  # fmt: skip
+    with open_store(None) as store:
+        store.append(frame)
+        got = st.view(store.con, "cache_candidates", by="route").iloc[0]
+    # gaps within a URL: /a 10 s and 30 s, /b 60 s: median 30 s; 5 requests over 65 s
+    assert got["reuse_p50_us"] == 30_000_000
+    assert got["per_minute"] == pytest.approx(5 / (65 / 60))
