@@ -4,8 +4,9 @@ and the bounded LRU beside a plain Python loop and libCacheSim on the same trace
     python benchmarks/cache_benchmark.py                      # 10 M requests, 3 runs
     python benchmarks/cache_benchmark.py --rows 1000000 --runs 1
 
-Builds (once) a store of the generated Puppet-like Apache log of --rows lines
-(benchmarks/data/), then times, each the median of --runs:
+Builds (once) a store of --rows requests (benchmarks/data/): the generated Puppet-like
+Apache log of up to 1 M lines, repeated with shifted times beyond that; then times, each
+the median of --runs:
   - logan.cache(con, ttl=1s,60s,5min,1h) on the open store (reading the rows included)
   - the same with --workers 20 (which replays one shared cache and the 20 per-process ones)
   - the replay alone on the loaded trace, per TTL
@@ -18,6 +19,7 @@ Builds (once) a store of the generated Puppet-like Apache log of --rows lines
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import subprocess
 import sys
@@ -27,6 +29,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
+import duckdb
 import numpy as np
 
 import logan
@@ -37,7 +40,32 @@ DATA = Path(__file__).resolve().parent / "data"
 TTLS = "1s,60s,5min,1h"
 
 
+BASE = 1_000_000  # generated lines; larger stores repeat them
+
+
 def store_for(rows: int) -> Path:
+    """A store of `rows` requests: the generated Puppet-like log of up to 1 M lines, and
+    for more those requests again and again, each copy after the last (times shifted), so
+    the store is 10 M requests in a day of traffic repeated, without writing 1.4 GB of log."""
+    db = DATA / f"cache_{rows}rows.duckdb"
+    if db.exists() or rows <= BASE:
+        return db if db.exists() else generated(rows)
+    base = generated(BASE)
+    shutil.copy(base, db)
+    con = duckdb.connect(str(db))
+    con.execute(f"ATTACH '{base}' AS base (READ_ONLY)")  # a path this script chose
+    span = con.execute("SELECT date_diff('microsecond', min(ts_start), max(ts_start)) + 1000000 "
+                       "FROM base.requests_data").fetchone()[0]  # fmt: skip
+    for k in range(1, rows // BASE):
+        shift = k * span
+        shifted = "ts_start + to_microseconds(?) AS ts_start, ts_end + to_microseconds(?) AS ts_end"
+        copy = f"INSERT INTO requests_data SELECT * REPLACE ({shifted}) FROM base.requests_data"
+        con.execute(copy, [shift, shift])
+    con.close()
+    return db
+
+
+def generated(rows: int) -> Path:
     db = DATA / f"cache_{rows}rows.duckdb"
     if db.exists():
         return db
