@@ -26,7 +26,8 @@ def reference(trace: cs.Trace, model: cs.Model, worker: np.ndarray) -> list[int]
     a 304 at the revalidation cost when a stale copy is held and revalidation is on, else a
     full miss; its answer fills the copy when it ends. Without coalescing the answers in
     flight land when the key is next asked for (the latest one wins), and only then enter
-    the cache. Bounded caches drop their least recently used copies.
+    the cache; with coalesce_new_only only a key's first fill (none held, none in flight) is
+    waited for. Bounded caches drop their least recently used copies.
     """
     caches: list[OrderedDict] = [OrderedDict() for _ in range(model.workers)]
     in_flight: dict[tuple[int, int], list[tuple[int, int]]] = {}
@@ -45,7 +46,8 @@ def reference(trace: cs.Trace, model: cs.Model, worker: np.ndarray) -> list[int]
     for i in range(len(trace)):
         w, k, t = int(worker[i]), int(trace.key[i]), int(trace.start[i])
         cache = caches[w]
-        if not model.coalesce:
+        waits_for_refills = model.coalesce and not model.coalesce_new_only
+        if not waits_for_refills:
             flying = in_flight.get((w, k), [])
             landed = [f for f in flying if f[0] <= t]
             in_flight[(w, k)] = [f for f in flying if f[0] > t]
@@ -65,7 +67,8 @@ def reference(trace: cs.Trace, model: cs.Model, worker: np.ndarray) -> list[int]
             out.append(cs.MISS)
             done = int(trace.end[i])
         size = int(trace.size[i])
-        if model.coalesce:
+        new_key = held is None and not in_flight.get((w, k))
+        if waits_for_refills or (model.coalesce and new_key):
             store(cache, k, done, size)
         else:
             in_flight.setdefault((w, k), []).append((done, size))
@@ -92,6 +95,8 @@ MODELS = [
     cs.Model(ttl_us=10_000_000),
     cs.Model(ttl_us=0),
     cs.Model(ttl_us=5_000_000, coalesce=False),
+    cs.Model(ttl_us=1_000_000, coalesce_new_only=True),
+    cs.Model(ttl_us=3_000_000, coalesce_new_only=True, revalidate_us=2000, workers=2, max_objects=6),
     cs.Model(ttl_us=2_000_000, revalidate_us=3000),
     cs.Model(ttl_us=2_000_000, revalidate_us=3000, coalesce=False),
     cs.Model(ttl_us=5_000_000, workers=4, assign="random", seed=7),
@@ -105,15 +110,13 @@ MODELS = [
 ]
 
 
+def model_id(m: cs.Model) -> str:
+    waits = ("new" if m.coalesce_new_only else "co") if m.coalesce else "noco"
+    return f"ttl{m.ttl_us // 1000}ms-w{m.workers}-{waits}-r{m.revalidate_us}-lru{m.max_objects}/{m.max_bytes}"
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
-@pytest.mark.parametrize(
-    "model",
-    MODELS,
-    ids=lambda m: (
-        f"ttl{m.ttl_us // 1000}ms-w{m.workers}-"
-        f"{'co' if m.coalesce else 'noco'}-r{m.revalidate_us}-lru{m.max_objects}/{m.max_bytes}"
-    ),
-)
+@pytest.mark.parametrize("model", MODELS, ids=model_id)
 def test_replay_matches_the_plain_python_replay(seed: int, model: cs.Model):
     trace = random_trace(seed)
     got = cs.replay(trace, model)
@@ -166,6 +169,10 @@ def test_hand_computed_fill_at_the_end_of_the_miss():
     # at 150) is the latest fill: fresh until 1150, so 1100 hits and 1150 misses (until 1155)
     no = cs.replay(t, cs.Model(ttl_us=1_000_000, coalesce=False))
     assert no.tolist() == [cs.MISS, cs.MISS, cs.HIT, cs.HIT, cs.HIT, cs.MISS, cs.HIT]
+    # nginx's lock: the first fill is waited for, the refill at 1100 is not: 1150 misses too
+    # (until 1155, the latest fill landed)
+    new = cs.replay(t, cs.Model(ttl_us=1_000_000, coalesce_new_only=True))
+    assert new.tolist() == [cs.MISS, cs.WAITED, cs.HIT, cs.HIT, cs.MISS, cs.MISS, cs.HIT]
     # revalidation: at 1100 the stale copy is revalidated, a 304 in 2 ms: fresh from 1102
     rv = cs.replay(t, cs.Model(ttl_us=1_000_000, revalidate_us=2000))
     assert rv.tolist() == [cs.MISS, cs.WAITED, cs.HIT, cs.HIT, cs.REVALIDATED, cs.HIT, cs.HIT]

@@ -16,8 +16,10 @@
    revalidate_us < 0: no revalidation; max_objects/max_bytes 0: unbounded (per worker).
 
    A copy is filled when the miss that fetched it ends and stays fresh for ttl. With
-   coalesce, a request arriving while the fill is in flight waits for it (a hit); without,
-   it goes to the backend too, and the key is fresh from the first fill that completes. */
+   coalesce 1, a request arriving while the fill is in flight waits for it (a hit); with 0,
+   it goes to the backend too, and the key is fresh from the first fill that completes;
+   with 2, only the first fill of a key is waited for, refills after expiry are not (nginx's
+   proxy_cache_lock without proxy_cache_use_stale updating). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -120,10 +122,10 @@ static PyObject *replay(PyObject *self, PyObject *args) {
     PyObject *o_slot, *o_start, *o_end, *o_size, *o_out;
     long long slots, n_workers, ttl, reval, max_objects, max_bytes;
     int coalesce;
-    if (!PyArg_ParseTuple(args, "OOOOLLLpLLLO", &o_slot, &o_start, &o_end, &o_size, &slots, &n_workers,
+    if (!PyArg_ParseTuple(args, "OOOOLLLiLLLO", &o_slot, &o_start, &o_end, &o_size, &slots, &n_workers,
                           &ttl, &coalesce, &reval, &max_objects, &max_bytes, &o_out))
         return NULL;
-    if (slots < 0 || n_workers < 1 || slots % n_workers != 0 || ttl < 0) {
+    if (slots < 0 || n_workers < 1 || slots % n_workers != 0 || ttl < 0 || coalesce < 0 || coalesce > 2) {
         PyErr_SetString(PyExc_ValueError, "replay: slots must be a multiple of n_workers >= 1, ttl >= 0");
         return NULL;
     }
@@ -174,7 +176,7 @@ static PyObject *replay(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++) {
         int64_t k = slot[i], t = start[i], w = k / per_worker;
-        if (!coalesce) settle(&s, k, w, t, size, bounded);
+        if (coalesce != 1) settle(&s, k, w, t, size, bounded);
         int64_t filled = s.fill_end[k];
         if (filled != NONE && t < filled + ttl) {
             /* a fresh copy; or, coalescing, a fill in flight this request waits for */
@@ -190,7 +192,7 @@ static PyObject *replay(PyObject *self, PyObject *args) {
             out[i] = 0;
             done_at = end[i];
         }
-        if (coalesce) {
+        if (coalesce == 1 || (coalesce == 2 && filled == NONE && s.pending[k] < 0)) {
             s.fill_end[k] = done_at; /* requests until done_at wait for it */
             if (bounded) lru_store(&s, k, w, size[i]);
         } else {

@@ -225,10 +225,12 @@ def cache(
     top: int | None = 20,
     source: str | None = None,
     keep_varying: bool = False,
+    coalesce_new_only: bool = False,
     **filters: Any,
 ) -> CacheAnswer:
     """What a cache with each TTL would have answered and saved, per `by` (url, route,
     indirector). With workers > 1 the rows of one shared cache come too, to compare.
+    `coalesce_new_only`: only a key's first fill is waited for (nginx's proxy_cache_lock).
     `keep_varying`: replay keys whose answers vary in size too (by default they are left
     out: an answer that changes is not one a TTL should serve).
     `top` groups (None or 0: all), largest saving of one shared cache first."""
@@ -236,6 +238,7 @@ def cache(
     ttls = parse_ttls(ttl)
     base = cs.Model(
         ttl_us=0, workers=workers, assign=assign, seed=seed, coalesce=coalesce,
+        coalesce_new_only=coalesce_new_only,
         revalidate_us=parse_duration(revalidate, "--revalidate") if revalidate else None,
         max_objects=max_objects, max_bytes=max_bytes,
     )  # fmt: skip

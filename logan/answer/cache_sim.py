@@ -3,7 +3,8 @@
 A request is a hit when a copy filled by an earlier miss of its key is still fresh. The copy
 is filled when the miss *ends* (its `ts_end`), so requests that arrive while the fill is in
 flight either wait for it and count as hits (coalescing: Varnish's waiting list, nginx
-`proxy_cache_lock on`) or go to the backend too (`coalesce=False`). After expiry the next
+`proxy_cache_lock on`) or go to the backend too (`coalesce=False`); nginx waits only for
+the first fill of a key, not for a refill after expiry (`coalesce_new_only`). After expiry the next
 request is a full miss, or with `revalidate_us` a conditional request answered 304 at that
 cost. `workers` independent caches model per-process caches (Apache's mod_mem_cache) or one
 cache per host behind a balancer; `max_objects`/`max_bytes` bound each with LRU eviction.
@@ -51,13 +52,16 @@ class Trace:
 @dataclass(frozen=True)
 class Model:
     """One cache set-up: a TTL, how many independent caches and how requests reach them,
-    coalescing, revalidation and the LRU bounds (0: unbounded)."""
+    coalescing (`coalesce_new_only`: only the first fill of a key is waited for, as nginx's
+    proxy_cache_lock without proxy_cache_use_stale updating), revalidation and the LRU
+    bounds (0: unbounded)."""
 
     ttl_us: int
     workers: int = 1
     assign: str = "random"
     seed: int = 0
     coalesce: bool = True
+    coalesce_new_only: bool = False
     revalidate_us: int | None = None
     max_objects: int = 0
     max_bytes: int = 0
@@ -103,7 +107,7 @@ def replay(trace: Trace, model: Model) -> np.ndarray:
         trace.keys * model.workers,
         model.workers,
         int(model.ttl_us),
-        model.coalesce,
+        (2 if model.coalesce_new_only else 1) if model.coalesce else 0,
         reval,
         int(model.max_objects),
         int(model.max_bytes),

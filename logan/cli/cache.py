@@ -41,6 +41,9 @@ def cache_command(
     coalesce: Annotated[
         bool, typer.Option("--coalesce/--no-coalesce", help="requests during a fill wait for it (hits)")
     ] = True,
+    coalesce_new_only: Annotated[
+        bool, typer.Option(help="only a key's first fill is waited for (nginx proxy_cache_lock)")
+    ] = False,
     revalidate: Annotated[str | None, typer.Option(help="after expiry a 304 at this cost, e.g. 2ms")] = None,
     hit_cost: Annotated[
         str | None, typer.Option(help="what a hit costs (default: the key's fastest)")
@@ -89,7 +92,7 @@ def cache_command(
             said_read(s)
         answer = ca.cache(
             store.con, by, key, ttl, workers, assign, seed, coalesce, revalidate, hit_cost,
-            max_objects, max_bytes, opt.top(top, shown), source, keep_varying, **filters,
+            max_objects, max_bytes, opt.top(top, shown), source, keep_varying, coalesce_new_only, **filters,
         )  # fmt: skip
     write_cache(answer, shown)
     if plot is not None:
