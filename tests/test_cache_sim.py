@@ -235,7 +235,7 @@ def test_per_process_caches_fall_short_of_one_shared_cache(puppet_log: str):
     with api.open(None) as store:
         api.ingest([puppet_log], store)
         raw = store.sql(
-            "SELECT coalesce(vhost, '') || ' ' || path || coalesce('?' || nullif(query, ''), '') AS k, "
+            "SELECT coalesce(vhost, '') || path || coalesce('?' || nullif(query, ''), '') AS k, "
             "epoch_us(ts_start) AS s, duration_us AS d, bytes_sent AS b, line_no FROM requests "
             "WHERE method IN ('GET', 'HEAD') AND status IN (200, 203, 204, 206, 300, 301, 308, 404, 405, "
             "410, 414, 501) AND indirector = 'file_metadata'"
@@ -295,18 +295,18 @@ def test_what_no_cache_would_answer_is_left_out_with_its_reason(tmp_path):
     # POST; 302 (not stored by default); bob and the cookie; /v answered 10 and 11 bytes
     assert reasons == {"cacheable": 4, "method": 1, "status": 1, "per user": 2, "size varies": 2}
     rows = {r["key"]: r for r in a.table.to_dict("records")}
-    assert set(rows) == {" /a", " /n", " /a?x=1"}
+    assert set(rows) == {"/a", "/n", "/a?x=1"}
     # /a: 1000 us at :36 is the miss, the 3000 us at :37 a hit saving all of it (hit cost 0)
-    assert (rows[" /a"]["hits"], rows[" /a"]["saved_us"], rows[" /a"]["backend_requests"]) == (1, 3000, 1)
-    assert rows[" /a"]["reuse_p50_us"] == 1_000_000
+    assert (rows["/a"]["hits"], rows["/a"]["saved_us"], rows["/a"]["backend_requests"]) == (1, 3000, 1)
+    assert rows["/a"]["reuse_p50_us"] == 1_000_000
     # --key path: /a?x=1 is /a too, 7 s after the last /a miss: a hit
     path_rows = {r["key"]: r for r in by_path.table.to_dict("records")}
-    assert (path_rows[" /a"]["requests"], path_rows[" /a"]["hits"], path_rows[" /a"]["saved_us"]) == (
+    assert (path_rows["/a"]["requests"], path_rows["/a"]["hits"], path_rows["/a"]["saved_us"]) == (
         3,
         2,
         5000,
     )
-    assert a.headline.startswith("Caching  /a for 10 s would have answered 50% of its requests")
+    assert a.headline.startswith("Caching /a for 10 s would have answered 50% of its requests")
 
 
 @pytest.mark.parametrize(
@@ -351,3 +351,20 @@ def test_the_candidates_view_has_the_rate_and_the_reuse_distance():
     # gaps within a URL: /a 10 s and 30 s, /b 60 s: median 30 s; 5 requests over 65 s
     assert got["reuse_p50_us"] == 30_000_000
     assert got["per_minute"] == pytest.approx(5 / (65 / 60))
+
+
+def test_log_content_stays_data_in_every_output(tmp_path):
+    # a path with an escape sequence, and one that a spreadsheet would read as a formula
+    paths = ["/\x1b]0;owned\x07x", "/\x1b]0;owned\x07x", "=cmd|x", "=cmd|x"]
+    lines = [f'10.0.0.1 - - [10/Oct/2024:13:55:{s:02d} +0000] "GET {p} HTTP/1.1" 200 5 1000\n'
+             for s, p in enumerate(paths)]  # fmt: skip
+    log = tmp_path / "hostile.log"
+    log.write_text("".join(lines))
+    fmt = ["--format", '%h %l %u %t "%r" %>s %b %D', "--by", "url", "--plot", str(tmp_path / "p.png")]
+    table = logan("cache", str(log), *fmt)
+    assert table.returncode == 0, table.stderr
+    assert "\x1b" not in table.stdout and "\\x1b]0;owned\\x07x" in table.stdout
+    csv = logan("cache", str(log), *fmt, "-o", "csv")
+    assert "\x1b" not in csv.stdout and "'=cmd|x" in csv.stdout
+    md = logan("cache", str(log), *fmt, "-o", "markdown")
+    assert "\\|x" in md.stdout and "\x1b" not in md.stdout

@@ -22,16 +22,15 @@ from logan.answer import cache_sim as cs
 from logan.answer.filters import filter_sql
 from logan.answer.views import columns_named, narrowed, query_sql
 from logan.errors import LoganError
-from logan.units import format_count, format_us, parse_duration
+from logan.units import format_count, format_us, missing, parse_duration
 
 if TYPE_CHECKING:
     import pandas as pd
 
-# --key: what a cache keys on. Whitelisted SQL: the only text that enters the template.
-KEYS = {
-    "url": "coalesce(vhost, '') || ' ' || coalesce(path, '') || coalesce('?' || nullif(query, ''), '')",
-    "path": "coalesce(vhost, '') || ' ' || coalesce(path, '')",
-}
+# --key: what a cache keys on ("host /path?query", "/path?query" when the log has no host).
+# Whitelisted SQL: the only text that enters the template.
+_HOST_PATH = "coalesce(nullif(vhost, '') || ' ', '') || coalesce(path, '')"
+KEYS = {"url": f"{_HOST_PATH} || coalesce('?' || nullif(query, ''), '')", "path": _HOST_PATH}
 # --by: the column of the answer's groups.
 BY = {"url": "cache_key", "route": "route", "indirector": "indirector"}
 # --ttl auto: where the saving of most sites flattens lies somewhere on this ladder.
@@ -314,11 +313,12 @@ def headline(table: pd.DataFrame, totals: pd.DataFrame, exclusions: pd.DataFrame
     """The answer in words: the best candidate at the TTL where its saving flattens, as one
     shared cache and as the per-worker caches asked for; then all cacheable requests."""
     if table.empty:
-        return "No request is cacheable: " + _excluded_words(exclusions) + "."
+        why = _excluded_words(exclusions)
+        return f"No request is cacheable: {why}." if why else "No requests match."
     name = "key" if by == "url" else by
-    label = table[name].iloc[0]
-    label = "-" if label is None else str(label)
-    first = table[table[name].astype(str) == label]
+    top = table[name].iloc[0]
+    label = "-" if missing(top) else str(top)
+    first = table[table[name].isna()] if missing(top) else table[table[name] == top]
     shared = first[first["workers"] == 1]
     ttl = flat_ttl(shared)
     s = shared[shared["ttl_s"] == ttl].iloc[0]

@@ -18,6 +18,7 @@ from logan.cli import options as opt
 from logan.errors import EXIT_PARTIAL
 from logan.read.ingest import IngestSummary
 from logan.show.cache import write_cache
+from logan.show.cache_plot import check_path, plot_saved
 from logan.show.console import said_read
 
 EXAMPLES = (
@@ -83,6 +84,8 @@ def cache_command(
     shown = opt.output(output, out, wide, columns, raw)
     filters = opt.filters(since, until, env, method, status, path)
     ca.check_options(by, key, ttl, assign, revalidate, hit_cost)
+    if plot is not None:
+        check_path(plot)
     read = opt.read_options(format, dialect, tz, profile, rules, trusted_proxy, keep_going)
     summaries: list[IngestSummary] = []
     with requests_of(
@@ -96,8 +99,6 @@ def cache_command(
         )  # fmt: skip
     write_cache(answer, shown)
     if plot is not None:
-        from logan.show.cache_plot import plot_saved
-
         plot_saved(answer, plot)
     if any(s.skipped for s in summaries):
         raise typer.Exit(EXIT_PARTIAL)

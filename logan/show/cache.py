@@ -47,6 +47,10 @@ def write_cache(answer: CacheAnswer, output: Output) -> None:
         write_frame_data(answer.table, output)
         return
     t = answer.table
+    if t.empty:  # the headline says why; no empty table under it
+        write_human([], [], [], output, answer.headline)
+        _write_exclusions(answer, output)
+        return
     group = next(c for c in ("key", "route", "indirector") if c in t.columns)
     shown = [c for c in _COLUMNS if c[1] in t.columns and (c[1] != "revalidations" or t[c[1]].any())]
     cols = [group, *(c[0] for c in shown)]
@@ -57,6 +61,10 @@ def write_cache(answer: CacheAnswer, output: Output) -> None:
     left = [True] + [False] * len(shown)
     give = [0, *(c[3] for c in shown)]
     write_human(cols, rows, left, output, answer.headline, give)
+    _write_exclusions(answer, output)
+
+
+def _write_exclusions(answer: CacheAnswer, output: Output) -> None:
     ex = answer.exclusions
     if len(ex):
         rows = [[r.reason, format_count(r.requests), _pct(r.share), _us(r.total_us)] for r in ex.itertuples()]

@@ -20,6 +20,12 @@ LINES = 6  # groups drawn: more lines than this are not read
 _UNITS = ((3600e6, "h"), (60e6, "min"), (1e6, "s"), (1e3, "ms"), (1, "us"))
 
 
+def check_path(path: Path) -> None:
+    """Refuse a place the chart cannot go before any log is read."""
+    if not path.parent.is_dir():
+        raise LoganError(f"--plot {path}: no directory {path.parent}")
+
+
 def plot_saved(answer: CacheAnswer, path: Path) -> None:
     """Draw the chart into `path` (PNG)."""
     import matplotlib
@@ -32,7 +38,7 @@ def plot_saved(answer: CacheAnswer, path: Path) -> None:
         raise LoganError("--plot: no cacheable requests to draw")
     group = next(c for c in ("key", "route", "indirector") if c in t.columns)
     names = list(dict.fromkeys(t[group].astype(str)))[:LINES]
-    div, unit = next(u for u in _UNITS if t["saved_us"].max() >= u[0])
+    div, unit = next((u for u in _UNITS if t["saved_us"].max() >= u[0]), _UNITS[-1])
     fig, ax = plt.subplots(figsize=(9, 5.5), dpi=110)
     for i, name in enumerate(names):
         mine = t[t[group].astype(str) == name]
