@@ -1,8 +1,8 @@
 -- Which requests could a cache answer, keyed how, and why not the others?
 --
--- The simulator's input (logan/answer/cache_sim.py): one row per request with its cache key,
--- its times in microseconds (since 1970), and `excluded`: NULL when a cache could store
--- and serve the answer, else the reason it could not:
+-- The simulator's input (logan/answer/cache_sim.py): one row per request with its cache
+-- keys, its times in microseconds (since 1970), and `excluded`: NULL when a cache could
+-- store and serve the answer, else the reason it could not:
 --   method      not GET or HEAD
 --   status      a status a cache does not store by default (RFC 9111 section 3 and
 --               15.1: 200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501 are
@@ -14,12 +14,15 @@
 --               a property of the key, not of one request: logan/answer/cache.py finds
 --               these keys from get_size when it numbers the keys
 --   no time     the log has no start or no response time for it
--- {key} is vhost + path + query (the default) or vhost + path (`--key path`), {group} the
--- column the answer groups keys by (route, indirector; NULL by key), both filled from
--- whitelists in logan/answer/cache.py: no log text enters this SQL.
+-- url_key is what a cache keys on by default: "host /path?query" ("/path?query" when the
+-- log has no host); path_key drops the query (`--key path`). logan/answer/cache.py picks
+-- one of them and the column its answer groups by, by name from a whitelist.
 SELECT
-  {key} AS cache_key,
-  {group} AS cache_group,
+  coalesce(nullif(vhost, '') || ' ', '') || coalesce(path, '') || coalesce('?' || nullif(query, ''), '')
+    AS url_key,
+  coalesce(nullif(vhost, '') || ' ', '') || coalesce(path, '') AS path_key,
+  route,
+  indirector,
   client,
   duration_us,
   coalesce(bytes_sent, 0) AS bytes_sent,

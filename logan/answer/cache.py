@@ -27,10 +27,9 @@ from logan.units import format_count, format_us, missing, parse_duration
 if TYPE_CHECKING:
     import pandas as pd
 
-# --key: what a cache keys on ("host /path?query", "/path?query" when the log has no host).
-# Whitelisted SQL: the only text that enters the template.
-_HOST_PATH = "coalesce(nullif(vhost, '') || ' ', '') || coalesce(path, '')"
-KEYS = {"url": f"{_HOST_PATH} || coalesce('?' || nullif(query, ''), '')", "path": _HOST_PATH}
+# --key: the column of queries/cache_requests.sql a cache keys on. A whitelist: these names
+# are the only text that enters the SQL around it.
+KEYS = {"url": "url_key", "path": "path_key"}
 # --by: the column of the answer's groups.
 BY = {"url": "cache_key", "route": "route", "indirector": "indirector"}
 # --ttl auto: where the saving of most sites flattens lies somewhere on this ladder.
@@ -59,7 +58,10 @@ def requests_sql(key: str = "url", by: str = "route") -> str:
     if by not in BY:
         raise LoganError(f"unknown --by {by!r}; use {', '.join(BY)}")
     group = "CAST(NULL AS VARCHAR)" if by == "url" else BY[by]
-    return query_sql("cache_requests").replace("{key}", KEYS[key]).replace("{group}", group)
+    return (
+        f"SELECT {KEYS[key]} AS cache_key, {group} AS cache_group, client, duration_us, bytes_sent, "
+        f"start_us, end_us, excluded, get_size FROM (\n{query_sql('cache_requests')}\n) AS c"
+    )
 
 
 def columns_read(key: str = "url", by: str = "route", source: str | None = None, **filters: Any) -> set[str]:
@@ -135,6 +137,8 @@ def load(
         f"WHERE r.excluded IS NULL ORDER BY r.start_us, r.end_us, k.key_id"
     ).fetchnumpy()
     span = con.execute(f"SELECT coalesce(max(start_us) - min(start_us), 0) FROM {_TABLE}").fetchone()[0]
+    for table in (_TABLE, f"{_TABLE}_all_keys", f"{_TABLE}_keys"):  # the rows are in numpy now
+        con.execute(f"DROP TABLE IF EXISTS {table}")
     a = {c: np.asarray(v, np.int64) for c, v in cols.items()}
     trace = cs.Trace(a["key_id"], a["client_id"], a["start_us"], a["end_us"], a["duration_us"],
                      a["bytes_sent"], len(keys))  # fmt: skip
