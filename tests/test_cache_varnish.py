@@ -281,12 +281,15 @@ def nginx_log() -> Iterator[Path]:
 def test_predicted_hit_ratio_is_what_nginx_logged(nginx_log: Path, prefix: str, tmp_path: Path):
     # nginx keeps validity in whole seconds (valid_sec = the second of the fill + the TTL,
     # stale once the clock's second passes it): proxy_cache_valid 2s keeps an answer 2 to
-    # 3 s, 2.5 s on average, which is the TTL the prediction is asked for. Its lock makes
-    # requests wait for a key's first fill only: after expiry each goes to the backend
-    # (EXPIRED) until the refill lands
-    ttls = [t + 0.5 for t in NGINX_TTLS.values()]
+    # 3 s, depending on where in its second the fill landed. So the truth lies between the
+    # predictions for those two lifetimes, and near the one for 2.5 s (the mean); the
+    # midpoint is allowed 5 points, as which second each fill lands in is chance. Its lock
+    # makes requests wait for a key's first fill only: after expiry each goes to the
+    # backend (EXPIRED) until the refill lands
+    ttls = sorted({t + d for t in NGINX_TTLS.values() for d in (0, 0.5, 1)})
     guess = replay_pass(nginx_log, prefix, tmp_path, ttls, NGINX_FORMAT, "nginx", "--coalesce-new-only")
     for host, ttl in NGINX_TTLS.items():
         truth, n = observed(nginx_log, host, prefix)
         assert n >= 60, (host, prefix, n)
-        assert abs(guess[ttl + 0.5] - truth) <= 0.03, (host, prefix, guess[ttl + 0.5], truth)
+        assert guess[ttl] - 0.03 <= truth <= guess[ttl + 1] + 0.03, (host, prefix, truth, guess)
+        assert abs(guess[ttl + 0.5] - truth) <= 0.05, (host, prefix, guess[ttl + 0.5], truth)
