@@ -22,6 +22,7 @@ from logan import store as _store
 from logan.answer import incidents as _incidents
 from logan.answer import stats  # the module, as notebooks use it: logan.stats.headline(con)
 from logan.answer import timeline as _timeline
+from logan.answer.cache import cache
 from logan.answer.compare import compare
 from logan.errors import FormatError, LoganError
 from logan.read.ingest import IngestSummary, ingest
@@ -38,6 +39,10 @@ class Store(_store.Store):
     def stats(self, **kwargs: Any) -> pd.DataFrame:
         """Time spent by dimension: see logan.stats.stats for the options."""
         return stats.stats(self.con, **kwargs)
+
+    def cache(self, **kwargs: Any) -> Any:
+        """What a cache would answer and save: see logan.cache (a CacheAnswer of DataFrames)."""
+        return cache(self.con, **kwargs)
 
 
 def timeline(store: _store.Store, **kwargs: Any) -> pd.DataFrame:
@@ -74,6 +79,7 @@ __all__ = [
     "Store",
     "compare",
     "incidents",
+    "cache",
     "ingest",
     "open",
     "open_store",

@@ -215,6 +215,12 @@ def _narrowed(con: duckdb.DuckDBPyConnection, sql: str, where: str) -> str:
     return f"WITH requests AS ({narrowed})\nSELECT * FROM (\n{sql}\n) AS v"
 
 
+def narrowed(con: duckdb.DuckDBPyConnection, sql: str, where: str = "") -> str:
+    """`sql` over the rows `where` keeps, for an answer that runs it itself (into a table,
+    or fetched as arrays: logan.answer.cache)."""
+    return _narrowed(con, sql, where)
+
+
 def columns_named(*sql: str) -> set[str]:
     """The `requests` columns SQL texts name (in code: a column named in a comment is not
     read)."""

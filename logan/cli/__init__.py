@@ -16,6 +16,8 @@ import typer
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
 
 from logan import __version__
+from logan.cli.cache import EXAMPLES as CACHE_EXAMPLES
+from logan.cli.cache import cache_command
 from logan.cli.compare import EXAMPLES as COMPARE_EXAMPLES
 from logan.cli.compare import compare_command
 from logan.cli.formats import formats_command
@@ -52,6 +54,7 @@ app.command("incidents", epilog=INCIDENTS_EXAMPLES)(incidents_command)
 app.command("formats", epilog="Example: logan formats")(formats_command)
 app.command("compare", epilog=COMPARE_EXAMPLES)(compare_command)
 app.command("plot", epilog=PLOT_EXAMPLES)(plot_command)
+app.command("cache", epilog=CACHE_EXAMPLES)(cache_command)
 
 
 def _version(show: bool) -> None:
