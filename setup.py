@@ -6,7 +6,10 @@ from setuptools import Extension, setup
 
 setup(
     ext_modules=[
-        Extension("logan.read._split", ["logan/read/_split.c"], optional=True, extra_compile_args=["-O3"]),
-        Extension("logan.answer._replay", ["logan/answer/_replay.c"], optional=True, extra_compile_args=["-O3"]),
+        Extension(name, [source], optional=True, extra_compile_args=["-O3"])
+        for name, source in [
+            ("logan.read._split", "logan/read/_split.c"),
+            ("logan.answer._replay", "logan/answer/_replay.c"),
+        ]
     ]
 )
