@@ -180,6 +180,8 @@ def run_arrow(con: duckdb.DuckDBPyConnection, sql: str, where: str = "", params:
     """run_records() for answers of millions of rows (the samples a test or a plot reads):
     an Arrow table, no Python object per value."""
     return con.sql(_narrowed(con, sql, where), params=list(params)).to_arrow_table()
+
+
 def run_cursor(
     con: duckdb.DuckDBPyConnection, sql: str, where: str = "", params: Sequence = ()
 ) -> duckdb.DuckDBPyConnection:
