@@ -12,6 +12,9 @@
 --   size_values, size_cv: distinct bytes_sent values and stddev/avg of bytes_sent over the
 --     2xx answers; sizes_per_url: distinct sizes per URL, averaged over the URLs with a 2xx
 --     (1.0: every URL always answers the same size, a hint of static content).
+--   per_minute: its successful requests per minute of the whole log (at least a minute);
+--   reuse_p50_us: the reuse distance, the median time between two consecutive GET/HEAD
+--     requests of one URL: a TTL much shorter than it saves little, whatever the count.
 --   cache_known: requests whose cache_status the log has; hit_share: among those, the ones
 --     served from a cache (HIT..., STALE, UPDATING); NULL when the log says nothing.
 --   saved_us: the time a cache keyed on the URL would have saved, estimated as every
@@ -23,7 +26,10 @@
 -- join back on the groups: the dimension columns may be NULL.
 -- Largest saving first.
 WITH total AS (
-  SELECT sum(duration_us) AS all_us FROM requests
+  SELECT
+    sum(duration_us) AS all_us,
+    greatest(date_diff('microsecond', min(ts_start), max(ts_start)) / 60000000.0, 1.0) AS minutes
+  FROM requests
 ), gets AS (
   SELECT
     {dimensions},
@@ -33,13 +39,16 @@ WITH total AS (
     CASE WHEN status BETWEEN 200 AND 299 THEN bytes_sent END AS ok_bytes,
     status,
     duration_us,
-    cache_status
+    cache_status,
+    ts_start
   FROM requests
   WHERE method IN ('GET', 'HEAD')
 ), per_row AS (
   SELECT
     gets.*,
-    sum(ok) OVER (PARTITION BY {dimensions}, url) AS url_n
+    sum(ok) OVER (PARTITION BY {dimensions}, url) AS url_n,
+    date_diff('microsecond', lag(ts_start) OVER (PARTITION BY {dimensions}, url ORDER BY ts_start), ts_start)
+      AS reuse_us
   FROM gets
 ), g AS (
   SELECT
@@ -62,7 +71,8 @@ WITH total AS (
     sum(CASE WHEN ok = 1 AND (upper(cache_status) LIKE 'HIT%'
                               OR upper(cache_status) IN ('STALE', 'UPDATING'))
         THEN 1 ELSE 0 END) AS cache_hits,
-    sum(CASE WHEN ok = 1 THEN duration_us * (url_n - 1) / CAST(url_n AS DOUBLE) END) AS saved_us
+    sum(CASE WHEN ok = 1 THEN duration_us * (url_n - 1) / CAST(url_n AS DOUBLE) END) AS saved_us,
+    quantile_cont(reuse_us, 0.5) AS reuse_p50_us
   FROM per_row
   GROUP BY {dimensions}
   HAVING sum(ok) > 0
@@ -72,6 +82,8 @@ SELECT
   get_requests,
   requests,
   requests / CAST(get_requests AS DOUBLE) AS ok_share,
+  requests / minutes AS per_minute,
+  reuse_p50_us,
   not_modified / CAST(requests AS DOUBLE) AS not_modified_share,
   clients,
   urls,

@@ -22,6 +22,7 @@ from logan.store import stored_columns
 
 if TYPE_CHECKING:  # imported where a DataFrame is made: 0.4 s the CLI need not spend
     import pandas as pd
+    import pyarrow as pa
 
 # --by name -> the columns it groups by. A fixed whitelist: these names are the only text
 # that enters the SQL templates.
@@ -100,7 +101,7 @@ def create_views(con: duckdb.DuckDBPyConnection) -> list[str]:
     names = []
     for path in sorted(queries_dir().glob("*.sql")):
         text = path.read_text()
-        if "{slo_us}" in text:
+        if "{slo_us}" in text or "{series}" in text or "{columns}" in text:  # needs its values: no plain view
             continue
         if "{dimensions}" in text:
             for dim in DIMENSIONS:
@@ -175,6 +176,34 @@ def run_records(
     return found
 
 
+def run_arrow(con: duckdb.DuckDBPyConnection, sql: str, where: str = "", params: Sequence = ()) -> pa.Table:
+    """run_records() for answers of millions of rows (the samples a test or a plot reads):
+    an Arrow table, no Python object per value."""
+    return con.sql(_narrowed(con, sql, where), params=list(params)).to_arrow_table()
+
+
+def run_cursor(
+    con: duckdb.DuckDBPyConnection, sql: str, where: str = "", params: Sequence = ()
+) -> duckdb.DuckDBPyConnection:
+    """Run a view's SQL as run_records does, its answer left in DuckDB for the caller to
+    fetch as arrays (fetchnumpy) or a DataFrame: for answers of a row per request."""
+    return con.execute(_narrowed(con, sql, where), list(params))
+
+
+def series_sql(name: str, cols: Sequence[str]) -> str:
+    """queries/<name>.sql with columns checked against DIMENSIONS (dimension_columns) in
+    its {series} slot (`a, b, ` before the view's own columns; empty for one series),
+    {columns} slot (`a, b`) and {partition} slot (`PARTITION BY a, b`, or empty)."""
+    sql = query_path(name).read_text()
+    listed = "".join(f"{c}, " for c in cols)
+    partition = f"PARTITION BY {', '.join(cols)}" if cols else ""
+    return (
+        sql.replace("{series}", listed)
+        .replace("{columns}", ", ".join(cols))
+        .replace("{partition}", partition)
+    )
+
+
 def _narrowed(con: duckdb.DuckDBPyConnection, sql: str, where: str) -> str:
     """`sql` over the rows of `requests` that `where` keeps. Its text stays as written: a
     CTE named requests shadows the view, and leaves out the view's join with `ingests` when
@@ -186,6 +215,12 @@ def _narrowed(con: duckdb.DuckDBPyConnection, sql: str, where: str) -> str:
         rows = schema.requests_select_sql(stored_columns(con), provenance=False, routes="route" in named)
     narrowed = f"SELECT * FROM ({rows}) AS r WHERE {where}" if where else rows
     return f"WITH requests AS ({narrowed})\nSELECT * FROM (\n{sql}\n) AS v"
+
+
+def narrowed(con: duckdb.DuckDBPyConnection, sql: str, where: str = "") -> str:
+    """`sql` over the rows `where` keeps, for an answer that runs it itself (into a table,
+    or fetched as arrays: logan.answer.cache)."""
+    return _narrowed(con, sql, where)
 
 
 def columns_named(*sql: str) -> set[str]:

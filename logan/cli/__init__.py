@@ -16,20 +16,32 @@ import typer
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
 
 from logan import __version__
+from logan.cli.cache import EXAMPLES as CACHE_EXAMPLES
+from logan.cli.cache import cache_command
+from logan.cli.compare import EXAMPLES as COMPARE_EXAMPLES
+from logan.cli.compare import compare_command
 from logan.cli.formats import formats_command
+from logan.cli.incidents import EXAMPLES as INCIDENTS_EXAMPLES
+from logan.cli.incidents import incidents_command
 from logan.cli.ingest import EXAMPLES as INGEST_EXAMPLES
 from logan.cli.ingest import ingest_command
 from logan.cli.mail import EXAMPLES as MAIL_EXAMPLES
 from logan.cli.mail import mail_command
 from logan.cli.nightly import EXAMPLES as NIGHTLY_EXAMPLES
 from logan.cli.nightly import nightly_command
+from logan.cli.plot import EXAMPLES as PLOT_EXAMPLES
+from logan.cli.plot import plot_command
+from logan.cli.prune import EXAMPLES as PRUNE_EXAMPLES
+from logan.cli.prune import prune_command
 from logan.cli.report import EXAMPLES as REPORT_EXAMPLES
 from logan.cli.report import report_command
 from logan.cli.sql import EXAMPLES as SQL_EXAMPLES
 from logan.cli.sql import sql_command
 from logan.cli.stats import EXAMPLES as STATS_EXAMPLES
 from logan.cli.stats import stats_command
-from logan.errors import EXIT_FAILURE, EXIT_USAGE, LoganError
+from logan.cli.timeline import EXAMPLES as TIMELINE_EXAMPLES
+from logan.cli.timeline import timeline_command
+from logan.errors import EXIT_FAILURE, EXIT_USAGE, LoganError, StoreError
 from logan.show.console import err, say_error
 
 app = typer.Typer(
@@ -42,10 +54,16 @@ app = typer.Typer(
 app.command("ingest", epilog=INGEST_EXAMPLES)(ingest_command)
 app.command("stats", epilog=STATS_EXAMPLES)(stats_command)
 app.command("sql", epilog=SQL_EXAMPLES)(sql_command)
+app.command("prune", epilog=PRUNE_EXAMPLES)(prune_command)
+app.command("timeline", epilog=TIMELINE_EXAMPLES)(timeline_command)
+app.command("incidents", epilog=INCIDENTS_EXAMPLES)(incidents_command)
 app.command("formats", epilog="Example: logan formats")(formats_command)
 app.command("report", epilog=REPORT_EXAMPLES)(report_command)
 app.command("mail", epilog=MAIL_EXAMPLES)(mail_command)
 app.command("nightly", epilog=NIGHTLY_EXAMPLES)(nightly_command)
+app.command("compare", epilog=COMPARE_EXAMPLES)(compare_command)
+app.command("plot", epilog=PLOT_EXAMPLES)(plot_command)
+app.command("cache", epilog=CACHE_EXAMPLES)(cache_command)
 
 
 def _version(show: bool) -> None:
@@ -73,7 +91,7 @@ def main(argv: list[str] | None = None) -> None:
         status = EXIT_USAGE
     except LoganError as exc:
         say_error(str(exc))
-        status = EXIT_USAGE
+        status = EXIT_FAILURE if isinstance(exc, StoreError) else EXIT_USAGE
     except KeyboardInterrupt:
         status = 130
     except (duckdb.Error, OSError) as exc:  # the store or the disk, not the user's input

@@ -4,25 +4,21 @@ the configured time zone, mail it. Made to run unattended from cron or a systemd
 - a source that fails (a file no format reads, one that cannot be opened, a glob that
   matches nothing) does not stop the others; the report names it, and the status says
   the run was done in part (3);
-- running it again for the same day counts nothing twice: a file already read as it is
-  now is not read again, and a file that changed since is read anew in place of its old
-  rows (`already_read` / `forget`: the store's own registry of read files replaces these
-  two once the incremental ingest lands).
+- running it again for the same day counts nothing twice: the store's registry of read
+  files (logan/read/registry.py) reads each file on from where the last run stopped.
 """
 
 from __future__ import annotations
 
 import glob
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from email.message import EmailMessage
 from pathlib import Path
 
 import duckdb
 
-from logan import schema
 from logan.errors import EXIT_OK, EXIT_PARTIAL, LoganError
 from logan.nightly.config import Config, SourceConfig
 from logan.nightly.report import Report, build_report, last_complete_day, parse_day
@@ -44,44 +40,6 @@ class NightlyRun:
     status: int = EXIT_OK
 
 
-def file_key(path: Path) -> tuple[int, datetime]:
-    """What says a file is the one read before: its size (uncompressed, as `ingests.bytes`
-    counts it; a gzip file's own trailer says it, modulo 2**32) and its modification time."""
-    stat = path.stat()
-    size = stat.st_size
-    with path.open("rb") as fh:
-        if fh.read(2) == b"\x1f\x8b" and size >= 18:
-            fh.seek(-4, 2)
-            size = -struct.unpack("<I", fh.read(4))[0] - 1  # marked: compare modulo 2**32
-    return size, datetime.fromtimestamp(stat.st_mtime, UTC).replace(tzinfo=None)
-
-
-def already_read(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
-    """Whether the newest ingest of `path` read it whole after its last change."""
-    size, mtime = file_key(path)
-    row = con.execute(
-        "SELECT bytes, started_at FROM ingests WHERE source = ? ORDER BY ingest_id DESC LIMIT 1", [str(path)]
-    ).fetchall()
-    if not row or row[0][0] is None or row[0][1] < mtime:
-        return False
-    read = row[0][0]
-    return read % 2**32 == -size - 1 if size < 0 else read == size
-
-
-def forget(con: duckdb.DuckDBPyConnection, path: Path) -> None:
-    """Remove every row an earlier ingest of `path` left (it changed, or was cut short)."""
-    con.execute("BEGIN")
-    try:
-        ids = "SELECT ingest_id FROM ingests WHERE source = ?"
-        con.execute(f"DELETE FROM {schema.REQUESTS_TABLE} WHERE ingest_id IN ({ids})", [str(path)])
-        for table in ("rejects", "events", "ingests"):
-            con.execute(f"DELETE FROM {table} WHERE source = ?", [str(path)])
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-
-
 def files_of(source: SourceConfig, base: Path) -> list[Path]:
     pattern = str(base / source.path)
     found = sorted(glob.glob(pattern)) if any(ch in pattern for ch in "*?[") else [pattern]
@@ -92,16 +50,14 @@ def files_of(source: SourceConfig, base: Path) -> list[Path]:
 
 
 def ingest_source(store: Store, source: SourceConfig, config: Config, run: NightlyRun) -> None:
-    """Read the files of one source that are not already read as they are now."""
+    """Read the files of one source; the store's registry (logan/read/registry.py) reads
+    each on from where the last run stopped, so nothing is stored twice."""
     r = config.read
-    for path in files_of(source, config.path.parent):
-        if already_read(store.con, path):
-            run.skipped.append(str(path))
-            continue
-        forget(store.con, path)
-        ingest([path], store, format=source.format, dialect=source.dialect, tz=r.tz, profile=r.profile,
-               rules=r.rules, trusted_proxies=r.trusted_proxies)  # fmt: skip
-        run.read.append(str(path))
+    paths = files_of(source, config.path.parent)
+    summary = ingest(paths, store, format=source.format, dialect=source.dialect, tz=r.tz, profile=r.profile,
+                     rules=r.rules, trusted_proxies=r.trusted_proxies)  # fmt: skip
+    for s in summary.sources:
+        (run.read if s.lines else run.skipped).append(s.source)
 
 
 def one_line(exc: BaseException) -> str:

@@ -199,7 +199,8 @@ def _view_specs() -> dict[str, list[Col]]:
         ],
         "cache": [
             Col("requests", "requests", count), Col("ok", "ok_share", pct, 6),
-            Col("304", "not_modified_share", pct, 7), Col("clients", "clients", count, 5),
+            Col("304", "not_modified_share", pct, 7), Col("per min", "per_minute", _fixed2, 12),
+            Col("reuse p50", "reuse_p50_us", us, 12), Col("clients", "clients", count, 5),
             Col("urls", "urls", count, 4), Col("total", "total_us", us), Col("% time", "share", pct, 3),
             Col("p50", "p50_us", us, 8), Col("p95", "p95_us", us, 9),
             Col("sizes/url", "sizes_per_url", _fixed2, 10), Col("size cv", "size_cv", _fixed2, 11),

@@ -1,0 +1,230 @@
+/* The cache replay of logan.answer.cache_sim: one pass over the requests in start order.
+
+   Whether a request is a hit depends on when the previous miss of its key ended, which
+   depended on the one before: a recursion a window function cannot express, and a bounded
+   LRU is sequential by nature. So this one loop is compiled; everything around it (keys,
+   workers, sorting, sums) is vectorised in DuckDB and numpy.
+
+   replay(slot, start, end, size, n_workers, ttl, coalesce, revalidate_us, max_objects,
+          max_bytes, outcome)
+     slot:    int64[n], the cache entry a request reads: worker * keys + key, in [0, slots)
+     start, end: int64[n] microseconds, requests in start order; end >= start
+     size:    int64[n] bytes of the answer (for max_bytes)
+     outcome: int8[n], written: 0 miss, 1 hit on a fresh copy, 2 hit that waited for a fill
+              in flight (coalesced), 3 revalidated (a 304 from the backend at revalidate_us)
+   Worker of a slot: slot / (slots / n_workers). ttl and costs in microseconds;
+   revalidate_us < 0: no revalidation; max_objects/max_bytes 0: unbounded (per worker).
+
+   A copy is filled when the miss that fetched it ends and stays fresh for ttl. With
+   coalesce 1, a request arriving while the fill is in flight waits for it (a hit); with 0,
+   it goes to the backend too, and the key is fresh from the first fill that completes;
+   with 2, only the first fill of a key is waited for, refills after expiry are not (nginx's
+   proxy_cache_lock without proxy_cache_use_stale updating). */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NONE INT64_MIN
+
+typedef struct {
+    int64_t *fill_end;     /* per slot: end of the fill that made the copy (NONE: no copy) */
+    int64_t *pending;      /* per slot: latest in-flight backend request (index), -1 none */
+    int64_t *next_pending; /* per request: the slot's in-flight request before it */
+    int64_t *pending_end;  /* per request: when its backend answer ends */
+    int64_t *obj_size;     /* per slot: bytes held */
+    int64_t *prev, *next;  /* per slot: LRU list links (-1 none) */
+    int64_t *head, *tail, *count, *bytes; /* per worker: LRU list (head: most recent) */
+    char *listed;          /* per slot: in its worker's LRU list */
+    int64_t max_objects, max_bytes;
+} State;
+
+static void lru_unlink(State *s, int64_t slot, int64_t w) {
+    int64_t p = s->prev[slot], n = s->next[slot];
+    if (p >= 0) s->next[p] = n; else s->head[w] = n;
+    if (n >= 0) s->prev[n] = p; else s->tail[w] = p;
+    s->prev[slot] = s->next[slot] = -1;
+    s->listed[slot] = 0;
+    s->count[w] -= 1;
+    s->bytes[w] -= s->obj_size[slot];
+}
+
+static void lru_push_front(State *s, int64_t slot, int64_t w) {
+    s->prev[slot] = -1;
+    s->next[slot] = s->head[w];
+    if (s->head[w] >= 0) s->prev[s->head[w]] = slot; else s->tail[w] = slot;
+    s->head[w] = slot;
+    s->listed[slot] = 1;
+    s->count[w] += 1;
+    s->bytes[w] += s->obj_size[slot];
+}
+
+/* A copy enters (or is refreshed in) its worker's LRU, most recent; the least recent leave
+   (their copy is gone) until the bounds hold. An object larger than max_bytes is not kept. */
+static void lru_store(State *s, int64_t slot, int64_t w, int64_t sz) {
+    if (s->listed[slot]) lru_unlink(s, slot, w);
+    if (s->max_bytes > 0 && sz > s->max_bytes) {
+        s->fill_end[slot] = NONE;
+        return;
+    }
+    s->obj_size[slot] = sz;
+    lru_push_front(s, slot, w);
+    while ((s->max_objects > 0 && s->count[w] > s->max_objects) ||
+           (s->max_bytes > 0 && s->bytes[w] > s->max_bytes)) {
+        int64_t victim = s->tail[w];
+        lru_unlink(s, victim, w);
+        s->fill_end[victim] = NONE;
+    }
+}
+
+static void lru_touch(State *s, int64_t slot, int64_t w) {
+    if (s->listed[slot] && s->head[w] != slot) {
+        lru_unlink(s, slot, w);
+        lru_push_front(s, slot, w);
+    }
+}
+
+/* Without coalescing: the in-flight backend requests of a slot that have ended by `t` make
+   the copy (the latest of them) and leave the list. They are settled when the key is next
+   requested, and the copy enters the LRU (most recent) then. */
+static void settle(State *s, int64_t slot, int64_t w, int64_t t, const int64_t *size, int bounded) {
+    int64_t *link = &s->pending[slot];
+    while (*link >= 0) {
+        int64_t i = *link;
+        if (s->pending_end[i] <= t) {
+            if (s->fill_end[slot] == NONE || s->pending_end[i] > s->fill_end[slot]) {
+                s->fill_end[slot] = s->pending_end[i];
+                if (bounded) lru_store(s, slot, w, size[i]);
+            }
+            *link = s->next_pending[i];
+        } else {
+            link = &s->next_pending[i];
+        }
+    }
+}
+
+static int get(PyObject *o, Py_buffer *b, char kind, Py_ssize_t n, int writable) {
+    if (PyObject_GetBuffer(o, b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
+        return -1;
+    Py_ssize_t want = (kind == 'b') ? 1 : 8;
+    if (b->itemsize != want || (n >= 0 && b->len / b->itemsize != n)) {
+        PyErr_Format(PyExc_ValueError, "replay: array of %zd-byte items and length %zd expected", want, n);
+        PyBuffer_Release(b);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *replay(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o_slot, *o_start, *o_end, *o_size, *o_out;
+    long long slots, n_workers, ttl, reval, max_objects, max_bytes;
+    int coalesce;
+    if (!PyArg_ParseTuple(args, "OOOOLLLiLLLO", &o_slot, &o_start, &o_end, &o_size, &slots, &n_workers,
+                          &ttl, &coalesce, &reval, &max_objects, &max_bytes, &o_out))
+        return NULL;
+    if (slots < 0 || n_workers < 1 || slots % n_workers != 0 || ttl < 0 || coalesce < 0 || coalesce > 2) {
+        PyErr_SetString(PyExc_ValueError, "replay: slots must be a multiple of n_workers >= 1, ttl >= 0");
+        return NULL;
+    }
+    Py_buffer b_slot, b_start, b_end, b_size, b_out;
+    if (get(o_slot, &b_slot, 'q', -1, 0) < 0) return NULL;
+    Py_ssize_t n = b_slot.len / 8;
+    if (get(o_start, &b_start, 'q', n, 0) < 0) goto e1;
+    if (get(o_end, &b_end, 'q', n, 0) < 0) goto e2;
+    if (get(o_size, &b_size, 'q', n, 0) < 0) goto e3;
+    if (get(o_out, &b_out, 'b', n, 1) < 0) goto e4;
+
+    const int64_t *slot = b_slot.buf, *start = b_start.buf, *end = b_end.buf, *size = b_size.buf;
+    int8_t *out = b_out.buf;
+    int64_t per_worker = n_workers ? slots / n_workers : 0;
+    int bounded = max_objects > 0 || max_bytes > 0;
+    State s = {0};
+    s.max_objects = max_objects;
+    s.max_bytes = max_bytes;
+    size_t S = (size_t)(slots ? slots : 1), W = (size_t)n_workers, N = (size_t)(n ? n : 1);
+    s.fill_end = malloc(S * 8);
+    s.pending = malloc(S * 8);
+    s.next_pending = malloc(N * 8);
+    s.pending_end = malloc(N * 8);
+    s.obj_size = calloc(S, 8);
+    s.prev = malloc(S * 8);
+    s.next = malloc(S * 8);
+    s.listed = calloc(S, 1);
+    s.head = malloc(W * 8);
+    s.tail = malloc(W * 8);
+    s.count = calloc(W, 8);
+    s.bytes = calloc(W, 8);
+    int bad = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (slot[i] < 0 || slot[i] >= slots || end[i] < start[i] || (i && start[i] < start[i - 1])) bad = 1;
+    if (!s.fill_end || !s.pending || !s.next_pending || !s.pending_end || !s.obj_size || !s.prev ||
+        !s.next || !s.listed || !s.head || !s.tail || !s.count || !s.bytes || bad) {
+        if (bad) PyErr_SetString(PyExc_ValueError, "replay: a slot out of range, an end before its start "
+                                                   "or starts out of order");
+        else PyErr_NoMemory();
+        goto done;
+    }
+    for (size_t k = 0; k < S; k++) {
+        s.fill_end[k] = NONE;
+        s.pending[k] = s.prev[k] = s.next[k] = -1;
+    }
+    for (size_t w = 0; w < W; w++) s.head[w] = s.tail[w] = -1;
+
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t k = slot[i], t = start[i], w = k / per_worker;
+        if (coalesce != 1) settle(&s, k, w, t, size, bounded);
+        int64_t filled = s.fill_end[k];
+        if (filled != NONE && t < filled + ttl) {
+            /* a fresh copy; or, coalescing, a fill in flight this request waits for */
+            out[i] = (t < filled) ? 2 : 1;
+            if (bounded) lru_touch(&s, k, w);
+            continue;
+        }
+        int64_t done_at; /* when this request's backend answer ends: the copy's new fill */
+        if (filled != NONE && reval >= 0) {
+            out[i] = 3; /* the stale copy is revalidated: a 304 at that cost */
+            done_at = t + reval;
+        } else {
+            out[i] = 0;
+            done_at = end[i];
+        }
+        if (coalesce == 1 || (coalesce == 2 && filled == NONE && s.pending[k] < 0)) {
+            s.fill_end[k] = done_at; /* requests until done_at wait for it */
+            if (bounded) lru_store(&s, k, w, size[i]);
+        } else {
+            s.pending_end[i] = done_at; /* the copy counts from done_at (settle) */
+            s.next_pending[i] = s.pending[k];
+            s.pending[k] = i;
+            if (bounded && out[i] == 3) lru_touch(&s, k, w);
+        }
+    }
+    Py_END_ALLOW_THREADS
+done:
+    free(s.fill_end); free(s.pending); free(s.next_pending); free(s.pending_end); free(s.obj_size); free(s.prev);
+    free(s.next); free(s.listed); free(s.head); free(s.tail); free(s.count); free(s.bytes);
+    PyBuffer_Release(&b_out);
+e4:
+    PyBuffer_Release(&b_size);
+e3:
+    PyBuffer_Release(&b_end);
+e2:
+    PyBuffer_Release(&b_start);
+e1:
+    PyBuffer_Release(&b_slot);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"replay", replay, METH_VARARGS, "replay(slot, start, end, size, slots, n_workers, ttl, coalesce, "
+                                     "revalidate_us, max_objects, max_bytes, outcome): see _replay.c"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_replay", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__replay(void) { return PyModule_Create(&module); }

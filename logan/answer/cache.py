@@ -1,0 +1,357 @@
+"""What to cache, and what it would really save: `logan cache` as DataFrames.
+
+queries/cache_requests.sql keys every request (vhost + path + query, or vhost + path) and
+says why a cache could not answer it (method, status, per user, size varies, no time); the
+cacheable ones become a Trace (ids and microseconds in numpy) that logan.answer.cache_sim
+replays for each TTL and cache set-up asked. The answer, per key or per route/indirector
+and TTL: hit ratio, backend requests and server time saved, beside the requests per minute
+and the reuse distance (median time between two requests of one key) that decide which
+TTL pays; the excluded requests by reason; and a headline in words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+import numpy as np
+
+from logan.answer import cache_sim as cs
+from logan.answer.filters import filter_sql
+from logan.answer.views import columns_named, narrowed, query_sql
+from logan.errors import LoganError
+from logan.units import format_count, format_us, missing, parse_duration
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# --key: the column of queries/cache_requests.sql a cache keys on. A whitelist: these names
+# are the only text that enters the SQL around it.
+KEYS = {"url": "url_key", "path": "path_key"}
+# --by: the column of the answer's groups.
+BY = {"url": "cache_key", "route": "route", "indirector": "indirector"}
+# --ttl auto: where the saving of most sites flattens lies somewhere on this ladder.
+TTL_LADDER = ("1s", "5s", "15s", "1min", "5min", "15min", "1h")
+# the TTL a headline names: the shortest that gives this share of the largest saving
+FLAT = 0.9
+_TABLE = "__logan_cache_rows"
+
+
+def parse_ttls(text: str | Sequence[str] | None) -> list[int]:
+    """'1s,5s,60s' or 'auto' (the ladder) -> distinct TTLs in microseconds, ascending."""
+    if text is None:
+        text = "60s"
+    parts = text.split(",") if isinstance(text, str) else list(text)
+    if [p.strip() for p in parts] == ["auto"]:
+        parts = list(TTL_LADDER)
+    ttls = sorted({parse_duration(p.strip(), "--ttl") for p in parts if p.strip()})
+    if not ttls:
+        raise LoganError("--ttl: give one or more durations (60s, 1s,5s,5min) or auto")
+    return ttls
+
+
+def requests_sql(key: str = "url", by: str = "route") -> str:
+    if key not in KEYS:
+        raise LoganError(f"unknown --key {key!r}; use {', '.join(KEYS)}")
+    if by not in BY:
+        raise LoganError(f"unknown --by {by!r}; use {', '.join(BY)}")
+    group = "CAST(NULL AS VARCHAR)" if by == "url" else BY[by]
+    return (
+        f"SELECT {KEYS[key]} AS cache_key, {group} AS cache_group, client, duration_us, bytes_sent, "
+        f"start_us, end_us, excluded, get_size FROM (\n{query_sql('cache_requests')}\n) AS c"
+    )
+
+
+def columns_read(key: str = "url", by: str = "route", source: str | None = None, **filters: Any) -> set[str]:
+    """The `requests` columns `cache()` reads: all a store made for it needs."""
+    return columns_named(requests_sql(key, by), filter_sql(filters)[0]) | ({"source"} if source else set())
+
+
+def check_options(
+    by: str = "route",
+    key: str = "url",
+    ttl: str | Sequence[str] | None = "60s",
+    assign: str = "random",
+    revalidate: str | None = None,
+    hit_cost: str | None = None,
+) -> None:
+    """The options of cache(), checked before any log is read."""
+    requests_sql(key, by)
+    parse_ttls(ttl)
+    cs.Model(ttl_us=0, assign=assign)
+    for text, option in ((revalidate, "--revalidate"), (hit_cost, "--hit-cost")):
+        if text is not None:
+            parse_duration(text, option)
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """The cacheable requests as a Trace, their keys (key_id order: cache_key, cache_group,
+    fastest_us), the excluded requests by reason, and the log's span."""
+
+    trace: cs.Trace
+    keys: pd.DataFrame
+    exclusions: pd.DataFrame
+    span_us: int
+
+
+def load(
+    con: duckdb.DuckDBPyConnection,
+    key: str = "url",
+    by: str = "route",
+    source: str | None = None,
+    keep_varying: bool = False,
+    clients: bool = False,
+    **filters: Any,
+) -> Loaded:
+    """Read the requests the filters keep (and `source`, a tier of a multi-log store), their
+    keys grouped `by`. `keep_varying` replays the keys whose size varies too (said in the
+    exclusions); `clients` numbers the clients (for workers assigned by client; else 0)."""
+    where, params = filter_sql(filters)
+    if source is not None:
+        where, params = " AND ".join(x for x in (where, "source = ?") if x), [*params, source]
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE {_TABLE} AS {narrowed(con, requests_sql(key, by), where)}", params
+    )
+    # the cacheable keys, numbered; a key whose 200 answers differ in size is one no TTL
+    # should serve, unless asked to keep it
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE {_TABLE}_all_keys AS SELECT cache_key, count(*) AS requests, "
+        f"sum(duration_us) AS total_us, min(cache_group) AS cache_group, "
+        f"min(duration_us) AS fastest_us, coalesce(min(get_size) <> max(get_size), false) AS varies "
+        f"FROM {_TABLE} WHERE excluded IS NULL GROUP BY cache_key"
+    )
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE {_TABLE}_keys AS SELECT row_number() OVER (ORDER BY cache_key) - 1 "
+        f"AS key_id, cache_key, cache_group, fastest_us FROM {_TABLE}_all_keys "
+        f"WHERE {'true' if keep_varying else 'NOT varies'}"
+    )
+    keys = con.execute(f"SELECT * FROM {_TABLE}_keys ORDER BY key_id").df()
+    exclusions = _exclusions(con, keep_varying)
+    client = "dense_rank() OVER (ORDER BY r.client)" if clients else "0"
+    cols = con.execute(
+        f"SELECT k.key_id, {client} AS client_id, r.start_us, r.end_us, "
+        f"r.duration_us, r.bytes_sent FROM {_TABLE} AS r JOIN {_TABLE}_keys AS k USING (cache_key) "
+        f"WHERE r.excluded IS NULL ORDER BY r.start_us, r.end_us, k.key_id"
+    ).fetchnumpy()
+    span = con.execute(f"SELECT coalesce(max(start_us) - min(start_us), 0) FROM {_TABLE}").fetchone()[0]
+    for table in (_TABLE, f"{_TABLE}_all_keys", f"{_TABLE}_keys"):  # the rows are in numpy now
+        con.execute(f"DROP TABLE IF EXISTS {table}")
+    a = {c: np.asarray(v, np.int64) for c, v in cols.items()}
+    trace = cs.Trace(a["key_id"], a["client_id"], a["start_us"], a["end_us"], a["duration_us"],
+                     a["bytes_sent"], len(keys))  # fmt: skip
+    return Loaded(trace, keys, exclusions, int(span))
+
+
+def _exclusions(con: duckdb.DuckDBPyConnection, keep_varying: bool) -> pd.DataFrame:
+    """Requests and server time by reason no cache would answer them ('cacheable' for the
+    rest), largest first."""
+    varies = "size varies (kept)" if keep_varying else "size varies"
+    found = con.execute(
+        f"SELECT excluded AS reason, count(*) AS requests, sum(duration_us) AS total_us FROM {_TABLE} "
+        f"WHERE excluded IS NOT NULL GROUP BY excluded UNION ALL "
+        f"SELECT CASE WHEN varies THEN ? ELSE 'cacheable' END, sum(requests), sum(total_us) "
+        f"FROM {_TABLE}_all_keys GROUP BY varies ORDER BY 2 DESC, 1",
+        [varies],
+    ).df()
+    found["share"] = found["requests"] / max(int(found["requests"].sum()), 1)
+    return found
+
+
+def simulate(
+    loaded: Loaded, ttls: Sequence[int], models: Sequence[cs.Model], hit_cost_us: int | None
+) -> pd.DataFrame:
+    """Per key, TTL and cache set-up (`models` give all but the TTL): one row each with
+    key_id, ttl_s, workers and the sums of cache_sim.per_key."""
+    import pandas as pd
+
+    t = loaded.trace
+    cost = (
+        np.full(t.keys, float(hit_cost_us))
+        if hit_cost_us is not None
+        else loaded.keys["fastest_us"].to_numpy(np.float64)
+    )
+    frames = []
+    for model in models:
+        for ttl in ttls:
+            m = replace(model, ttl_us=ttl)
+            sums = cs.per_key(t, cs.replay(t, m), cost, m.revalidate_us)
+            frame = pd.DataFrame(sums)
+            frame.insert(0, "key_id", np.arange(t.keys))
+            frame.insert(1, "ttl_s", ttl / 1e6)
+            frame.insert(2, "workers", m.workers)
+            frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def reuse_p50_us(trace: cs.Trace, group_of_key: np.ndarray) -> np.ndarray:
+    """Per group: the median time between two consecutive requests of one key (NaN when
+    no key of the group was asked twice)."""
+    import pandas as pd
+
+    order = np.argsort(trace.key, kind="stable")  # by key, in time order within one
+    k, start = trace.key[order], trace.start[order]
+    again = k[1:] == k[:-1]
+    gaps = pd.Series(np.diff(start)[again]).groupby(group_of_key[k[1:][again]]).median()
+    out = np.full(int(group_of_key.max()) + 1 if len(group_of_key) else 0, np.nan)
+    out[gaps.index.to_numpy()] = gaps.to_numpy()
+    return out
+
+
+@dataclass
+class CacheAnswer:
+    """`logan cache`: `table` (per group, TTL and workers), `totals` (all cacheable requests
+    per TTL and workers), `exclusions` (requests no cache would answer, by reason) and the
+    headline in words."""
+
+    table: pd.DataFrame
+    totals: pd.DataFrame
+    exclusions: pd.DataFrame
+    headline: str
+
+
+def cache(
+    con: duckdb.DuckDBPyConnection,
+    by: str = "route",
+    key: str = "url",
+    ttl: str | Sequence[str] | None = "60s",
+    workers: int = 1,
+    assign: str = "random",
+    seed: int = 0,
+    coalesce: bool = True,
+    revalidate: str | None = None,
+    hit_cost: str | None = None,
+    max_objects: int = 0,
+    max_bytes: int = 0,
+    top: int | None = 20,
+    source: str | None = None,
+    keep_varying: bool = False,
+    coalesce_new_only: bool = False,
+    **filters: Any,
+) -> CacheAnswer:
+    """What a cache with each TTL would have answered and saved, per `by` (url, route,
+    indirector). With workers > 1 the rows of one shared cache come too, to compare.
+    `coalesce_new_only`: only a key's first fill is waited for (nginx's proxy_cache_lock).
+    `keep_varying`: replay keys whose answers vary in size too (by default they are left
+    out: an answer that changes is not one a TTL should serve).
+    `top` groups (None or 0: all), largest saving of one shared cache first."""
+    check_options(by, key, ttl, assign, revalidate, hit_cost)
+    ttls = parse_ttls(ttl)
+    base = cs.Model(
+        ttl_us=0, workers=workers, assign=assign, seed=seed, coalesce=coalesce,
+        coalesce_new_only=coalesce_new_only,
+        revalidate_us=parse_duration(revalidate, "--revalidate") if revalidate else None,
+        max_objects=max_objects, max_bytes=max_bytes,
+    )  # fmt: skip
+    models = [replace(base, workers=1), base] if workers > 1 else [base]
+    loaded = load(con, key, by, source, keep_varying, assign == "client" and workers > 1, **filters)
+    per_key = simulate(loaded, ttls, models, parse_duration(hit_cost, "--hit-cost") if hit_cost else None)
+    table = _grouped(loaded, per_key, by, top)
+    totals = _totals(per_key)
+    return CacheAnswer(table, totals, loaded.exclusions, headline(table, totals, loaded.exclusions, by))
+
+
+def _grouped(loaded: Loaded, per_key: pd.DataFrame, by: str, top: int | None) -> pd.DataFrame:
+    import pandas as pd
+
+    column = "cache_key" if by == "url" else "cache_group"
+    labels = loaded.keys[column].astype(object).where(loaded.keys[column].notna(), None)
+    codes, names = pd.factorize(labels, use_na_sentinel=False)
+    group = codes[per_key["key_id"].to_numpy()]
+    sums = ["requests", "hits", "waited", "revalidations", "backend_requests", "total_us", "saved_us"]
+    g = per_key[sums].groupby([group, per_key["ttl_s"], per_key["workers"]]).sum()
+    g.index.names = ["group", "ttl_s", "workers"]
+    g = g.reset_index()
+    name = "key" if by == "url" else by
+    g.insert(1, name, names[g["group"].to_numpy()])
+    if by != "url":
+        g.insert(2, "keys", np.bincount(codes, minlength=len(names))[g["group"].to_numpy()])
+    minutes = max(loaded.span_us / 60e6, 1.0)
+    g["per_minute"] = g["requests"] / minutes
+    g["reuse_p50_us"] = reuse_p50_us(loaded.trace, codes)[g["group"].to_numpy()] if len(g) else []
+    g["hit_ratio"] = g["hits"] / g["requests"]
+    g["saved_share"] = g["saved_us"] / g["total_us"].where(g["total_us"] > 0)
+    # rank: the largest saving one shared cache gets at any TTL; ties by requests, then name
+    shared = g[g["workers"] == g["workers"].min()]
+    rank = shared.groupby("group").agg(best=("saved_us", "max"), n=("requests", "max"))
+    rank["name"] = [str(names[i]) for i in rank.index]
+    order = rank.sort_values(["best", "n", "name"], ascending=[False, False, True]).index.to_list()
+    if top:
+        order = order[:top]
+    g = g[g["group"].isin(order)]
+    g = g.assign(_rank=g["group"].map({grp: i for i, grp in enumerate(order)}))
+    g = g.sort_values(["_rank", "workers", "ttl_s"]).drop(columns=["_rank", "group"])
+    cols = [c for c in ("key", "route", "indirector", "keys") if c in g.columns]
+    rest = ["ttl_s", "workers", "requests", "per_minute", "reuse_p50_us", "hit_ratio", "hits", "waited",
+            "revalidations", "backend_requests", "total_us", "saved_us", "saved_share"]  # fmt: skip
+    g = g[cols + rest].reset_index(drop=True)
+    for c in ("total_us", "saved_us"):
+        g[c] = g[c].round().astype("int64")
+    return g
+
+
+def _totals(per_key: pd.DataFrame) -> pd.DataFrame:
+    sums = ["requests", "hits", "waited", "revalidations", "backend_requests", "total_us", "saved_us"]
+    t = per_key.groupby(["ttl_s", "workers"])[sums].sum().reset_index()
+    t["hit_ratio"] = t["hits"] / t["requests"].where(t["requests"] > 0)
+    t["saved_share"] = t["saved_us"] / t["total_us"].where(t["total_us"] > 0)
+    for c in ("total_us", "saved_us"):
+        t[c] = t[c].round().astype("int64")
+    return t.sort_values(["workers", "ttl_s"]).reset_index(drop=True)
+
+
+def flat_ttl(rows: pd.DataFrame) -> float:
+    """The shortest TTL (s) whose saving is within FLAT of the largest among `rows` (one
+    group, one set-up): where the saving flattens."""
+    best = rows["saved_us"].max()
+    return (
+        float(rows.loc[rows["saved_us"] >= FLAT * best, "ttl_s"].min())
+        if best > 0
+        else float(rows["ttl_s"].max())
+    )
+
+
+def headline(table: pd.DataFrame, totals: pd.DataFrame, exclusions: pd.DataFrame, by: str) -> str:
+    """The answer in words: the best candidate at the TTL where its saving flattens, as one
+    shared cache and as the per-worker caches asked for; then all cacheable requests."""
+    if table.empty:
+        why = _excluded_words(exclusions)
+        return f"No request is cacheable: {why}." if why else "No requests match."
+    name = "key" if by == "url" else by
+    top = table[name].iloc[0]
+    label = "-" if missing(top) else str(top)
+    first = table[table[name].isna()] if missing(top) else table[table[name] == top]
+    shared = first[first["workers"] == 1]
+    ttl = flat_ttl(shared)
+    s = shared[shared["ttl_s"] == ttl].iloc[0]
+    text = (
+        f"Caching {label} for {format_us(ttl * 1e6)} would have answered {s['hit_ratio']:.0%} of its "
+        f"requests from the cache and saved {format_us(s['saved_us'])} of {format_us(s['total_us'])} "
+        f"of server time"
+    )
+    many = first[(first["workers"] > 1) & (first["ttl_s"] == ttl)]
+    if not many.empty:
+        w = many.iloc[0]
+        text += f"; as {w['workers']} per-process caches, {w['hit_ratio']:.0%} and {format_us(w['saved_us'])}"
+    text += "."
+    if len(shared) > 1 and ttl < shared["ttl_s"].max():
+        longest = shared.iloc[-1]
+        text += (
+            f" The saving flattens there: {format_us(longest['ttl_s'] * 1e6)} would save "
+            f"{format_us(longest['saved_us'])}."
+        )
+    all1 = totals[(totals["workers"] == 1) & (totals["ttl_s"] == ttl)].iloc[0]
+    text += (
+        f"\nAll {format_count(all1['requests'])} cacheable requests with a {format_us(ttl * 1e6)} TTL: "
+        f"{all1['hit_ratio']:.0%} hits, {format_us(all1['saved_us'])} of {format_us(all1['total_us'])} saved."
+    )
+    if (~exclusions["reason"].isin(["cacheable", "size varies (kept)"])).any():
+        text += "\nNot cacheable: " + _excluded_words(exclusions) + "."
+    return text
+
+
+def _excluded_words(exclusions: pd.DataFrame) -> str:
+    rows = exclusions[~exclusions["reason"].isin(["cacheable", "size varies (kept)"])]
+    return ", ".join(f"{r.reason} {r.share:.0%} of requests" for r in rows.itertuples())

@@ -1,0 +1,127 @@
+"""Requests in flight per time bucket, exactly: the most at once and the mean over the
+bucket's time, from every request's start and end (a request is in flight over
+[ts_start, ts_end)).
+
+numpy over the starts and ends of queries/request_spans.sql, no Python loop per request:
+
+- the number in flight only rises at a start, so a bucket's maximum is the number in flight
+  at its own start or just after one of the starts in it; at an instant t that number is
+  #(starts <= t) - #(ends <= t), two binary searches in the sorted starts and ends;
+- a bucket's mean is the sum of each request's overlap with it over its width: every
+  request adds the part of it in the bucket it starts in (sums over the runs of sorted
+  starts); the few that run past that bucket add the whole width to each bucket they cross
+  and their tail to the one they end in (a difference array).
+
+queries/in_flight.sql is the same answer as a sweep in SQL (what an engine without numpy
+runs, e.g. Spark); the tests hold the two and a brute-force count to the same numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import duckdb
+import numpy as np
+
+from logan.answer.views import run_cursor, series_sql
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def in_flight(
+    con: duckdb.DuckDBPyConnection,
+    cols: Sequence[str],
+    lo: int,
+    hi: int,
+    width: int,
+    where: str = "",
+    params: Sequence = (),
+) -> pd.DataFrame:
+    """Per series (the `cols`) and bucket of `width` from `lo` to `hi` (epoch us): bucket_us,
+    in_flight_max, in_flight_mean."""
+    import pandas as pd
+
+    cur = run_cursor(con, series_sql("request_spans", cols), where, params)
+    if not cols:
+        spans = cur.fetchnumpy()
+        return _one(spans["s"], spans["e"], lo, hi, width)
+    frames = []
+    for key, rows in cur.df().groupby(list(cols), dropna=False, sort=False):
+        one = _one(rows["s"].to_numpy(), rows["e"].to_numpy(), lo, hi, width)
+        for c, v in zip(cols, key if isinstance(key, tuple) else (key,), strict=True):
+            one.insert(0, c, v)
+        frames.append(one)
+    columns = [*cols, "bucket_us", "in_flight_max", "in_flight_mean"]
+    return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
+
+
+def _one(s: np.ndarray, e: np.ndarray, lo: int, hi: int, width: int) -> pd.DataFrame:
+    import pandas as pd
+
+    edges = np.arange(lo, hi + 1, width, dtype=np.int64)
+    if len(s) == 0:  # no request with both times (a log without durations): nothing to say
+        nothing = np.full(len(edges) - 1, np.nan)
+        return pd.DataFrame({"bucket_us": edges[:-1], "in_flight_max": nothing, "in_flight_mean": nothing})
+    s, e = _us(s), _us(e)
+    order = np.argsort(s, kind="stable")  # timsort: a log is nearly sorted by start
+    s, e = s[order], e[order]
+    return pd.DataFrame({
+        "bucket_us": edges[:-1],
+        "in_flight_max": most_in_flight(s, np.sort(e), edges),
+        "in_flight_mean": overlap_sums(s, e, edges) / width,
+    })  # fmt: skip
+
+
+def _us(times: np.ndarray) -> np.ndarray:
+    """Timestamps as microseconds since 1970 (int64), without a copy when they are already."""
+    return np.asarray(times).astype("datetime64[us]", copy=False).view(np.int64)
+
+
+def level_at(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Requests in flight at each instant t: started at or before it, not ended by it
+    (s and e sorted)."""
+    return np.searchsorted(s, t, side="right") - np.searchsorted(e, t, side="right")
+
+
+def _started_by(s: np.ndarray) -> np.ndarray:
+    """For each of the sorted starts, how many start at or before it (ties count alike):
+    searchsorted(s, s, "right") without a search."""
+    last_of_run = np.flatnonzero(
+        np.append(s[1:] != s[:-1], True)
+    )  # the last index of each run of equal starts
+    return np.repeat(last_of_run + 1, np.diff(np.append(-1, last_of_run)))
+
+
+def most_in_flight(s: np.ndarray, e: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Per bucket between consecutive edges: the most requests in flight at any instant
+    (s and e sorted, every start inside the edges)."""
+    most = level_at(s, e, edges[:-1])  # at each bucket's start
+    after = np.append(
+        _started_by(s) - np.searchsorted(e, s, side="right"), -1
+    )  # -1: empty buckets at the end
+    first = np.searchsorted(s, edges, side="left")
+    peaks = np.maximum.reduceat(after, first[:-1])  # over each bucket's starts
+    return np.where(np.diff(first) > 0, np.maximum(most, peaks), most)
+
+
+def overlap_sums(s: np.ndarray, e: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Per bucket: the microseconds of all requests' time inside it (their overlaps); s
+    sorted, e in the same order, every start inside the edges."""
+    width, n = edges[1] - edges[0], len(edges) - 1
+    first = np.searchsorted(s, edges, side="left")  # each bucket's starts: s[first[k]:first[k + 1]]
+    counts = np.diff(first)
+    bucket_end = np.repeat(edges[1:], counts)
+    head = np.minimum(e, bucket_end) - s  # the part in the bucket it starts in
+    total = np.where(counts > 0, np.add.reduceat(np.append(head, 0), first[:-1]), 0).astype(np.float64)
+    # the few that run past their bucket's end: the whole width of each bucket they cross,
+    # and their tail in the bucket they end in (a difference array)
+    spill = np.flatnonzero(e > bucket_end)
+    end = np.minimum(e[spill], edges[-1])
+    keep = end > bucket_end[spill]
+    end, begin = end[keep], bucket_end[spill][keep]
+    k0, k1 = (begin - edges[0]) // width, (end - 1 - edges[0]) // width
+    total += np.bincount(k1, weights=end - (edges[0] + k1 * width), minlength=n)[:n]
+    total += np.cumsum(np.bincount(k0, minlength=n + 1) - np.bincount(k1, minlength=n + 1))[:n] * width
+    return total

@@ -1,0 +1,104 @@
+"""`logan cache`: what to cache, and what a cache with each TTL would really save.
+
+A thin layer over logan.answer.cache; logan.show.cache writes the answer and
+logan.show.cache_plot draws time saved against TTL.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from logan.answer import cache as ca
+from logan.answer.cache_sim import ASSIGNMENTS
+from logan.answer.inputs import requests_of
+from logan.cli import options as opt
+from logan.errors import EXIT_PARTIAL
+from logan.read.ingest import IngestSummary
+from logan.show.cache import write_cache
+from logan.show.cache_plot import check_path, plot_saved
+from logan.show.console import said_read
+
+EXAMPLES = (
+    "Examples: logan cache sample_logs/puppet_access.log --by indirector --ttl 1s,60s,5min  ·  "
+    "logan cache --db puppet.duckdb --by indirector --ttl auto --workers 20 --plot saved.png  ·  "
+    "logan cache access.log --by url --ttl 5s --revalidate 2ms --max-objects 10000 -o json"
+)
+
+
+def cache_command(
+    files: opt.FilesArg = None,
+    db: opt.StoreOpt = None,
+    by: Annotated[str, typer.Option("--by", "-b", help=" | ".join(ca.BY))] = "route",
+    key: Annotated[str, typer.Option(help="url (vhost+path+query) | path (drops the query)")] = "url",
+    ttl: Annotated[str, typer.Option(help="one or more TTLs (1s,5s,60s,5min), or auto: a ladder")] = "60s",
+    workers: Annotated[int, typer.Option(min=1, help="independent caches (per-process, per-host)")] = 1,
+    assign: Annotated[
+        str, typer.Option(help=f"how requests reach --workers: {' | '.join(ASSIGNMENTS)}")
+    ] = "random",
+    seed: Annotated[int, typer.Option(help="seed of --assign random")] = 0,
+    coalesce: Annotated[
+        bool, typer.Option("--coalesce/--no-coalesce", help="requests during a fill wait for it (hits)")
+    ] = True,
+    coalesce_new_only: Annotated[
+        bool, typer.Option(help="only a key's first fill is waited for (nginx proxy_cache_lock)")
+    ] = False,
+    revalidate: Annotated[str | None, typer.Option(help="after expiry a 304 at this cost, e.g. 2ms")] = None,
+    hit_cost: Annotated[
+        str | None, typer.Option(help="what a hit costs (default: the key's fastest)")
+    ] = None,
+    max_objects: Annotated[int, typer.Option(min=0, help="LRU bound per cache, objects (0: none)")] = 0,
+    max_bytes: Annotated[int, typer.Option(min=0, help="LRU bound per cache, bytes (0: none)")] = 0,
+    keep_varying: Annotated[bool, typer.Option(help="replay keys whose answer size varies too")] = False,
+    source: Annotated[str | None, typer.Option(help="replay only this source (tier) of the store")] = None,
+    plot: Annotated[
+        Path | None, typer.Option(help="PNG of time saved against TTL for the top groups")
+    ] = None,
+    top: opt.TopOpt = None,
+    since: opt.SinceOpt = None,
+    until: opt.UntilOpt = None,
+    env: opt.EnvOpt = None,
+    method: opt.MethodOpt = None,
+    status: opt.StatusOpt = None,
+    path: opt.PathOpt = None,
+    output: opt.OutputOpt = "table",
+    out: opt.OutFileOpt = None,
+    wide: opt.WideOpt = False,
+    columns: opt.ColumnsOpt = None,
+    raw: opt.RawOpt = False,
+    format: opt.FormatOpt = "auto",
+    dialect: opt.DialectOpt = None,
+    tz: opt.TzOpt = "UTC",
+    profile: opt.ProfileOpt = "auto",
+    rules: opt.RulesOpt = None,
+    trusted_proxy: opt.TrustedProxyOpt = None,
+    nginx_conf: opt.NginxConfOpt = None,
+    log_format_name: opt.LogFormatNameOpt = None,
+    keep_going: opt.KeepGoingOpt = False,
+) -> None:
+    """What to cache: hit ratio, backend requests and server time saved per TTL, replayed
+    through a modelled cache (fills land when the miss ends; coalescing; per-process caches)."""
+    format, dialect = opt.format_from_options(format, dialect, nginx_conf, log_format_name)
+    shown = opt.output(output, out, wide, columns, raw)
+    filters = opt.filters(since, until, env, method, status, path)
+    ca.check_options(by, key, ttl, assign, revalidate, hit_cost)
+    if plot is not None:
+        check_path(plot)
+    read = opt.read_options(format, dialect, tz, profile, rules, trusted_proxy, keep_going)
+    summaries: list[IngestSummary] = []
+    with requests_of(
+        files, db, ca.columns_read(key, by, source, **filters), read, on_read=summaries.append
+    ) as store:
+        for s in summaries:
+            said_read(s)
+        answer = ca.cache(
+            store.con, by, key, ttl, workers, assign, seed, coalesce, revalidate, hit_cost,
+            max_objects, max_bytes, opt.top(top, shown), source, keep_varying, coalesce_new_only, **filters,
+        )  # fmt: skip
+    write_cache(answer, shown)
+    if plot is not None:
+        plot_saved(answer, plot)
+    if any(s.skipped for s in summaries):
+        raise typer.Exit(EXIT_PARTIAL)

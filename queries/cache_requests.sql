@@ -1,0 +1,43 @@
+-- Which requests could a cache answer, keyed how, and why not the others?
+--
+-- The simulator's input (logan/answer/cache_sim.py): one row per request with its cache
+-- keys, its times in microseconds (since 1970), and `excluded`: NULL when a cache could
+-- store and serve the answer, else the reason it could not:
+--   method      not GET or HEAD
+--   status      a status a cache does not store by default (RFC 9111 section 3 and
+--               15.1: 200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501 are
+--               heuristically cacheable; others, 302 and 304 included, are not)
+--   per user    an authenticated user (remote_user), or a Cookie or Authorization header
+--               where the format logs one: a shared cache must not hand it to others
+--   size varies one key answered with different sizes (among its 200 answers to GET):
+--               the answer changes between requests, a TTL would serve stale content;
+--               a property of the key, not of one request: logan/answer/cache.py finds
+--               these keys from get_size when it numbers the keys
+--   no time     the log has no start or no response time for it
+-- url_key is what a cache keys on by default: "host /path?query" ("/path?query" when the
+-- log has no host); path_key drops the query (`--key path`). logan/answer/cache.py picks
+-- one of them and the column its answer groups by, by name from a whitelist.
+SELECT
+  coalesce(nullif(vhost, '') || ' ', '') || coalesce(path, '') || coalesce('?' || nullif(query, ''), '')
+    AS url_key,
+  coalesce(nullif(vhost, '') || ' ', '') || coalesce(path, '') AS path_key,
+  route,
+  indirector,
+  client,
+  duration_us,
+  coalesce(bytes_sent, 0) AS bytes_sent,
+  date_diff('microsecond', TIMESTAMP '1970-01-01', ts_start) AS start_us,
+  date_diff('microsecond', TIMESTAMP '1970-01-01', ts_start) + duration_us AS end_us,
+  CASE
+    WHEN method IS NULL OR method NOT IN ('GET', 'HEAD') THEN 'method'
+    WHEN status IS NULL OR status NOT IN (200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501)
+      THEN 'status'
+    WHEN remote_user IS NOT NULL AND remote_user <> '-' THEN 'per user'
+    WHEN extra['in.Cookie'] IS NOT NULL OR extra['in.cookie'] IS NOT NULL
+      OR extra['in.Authorization'] IS NOT NULL OR extra['in.authorization'] IS NOT NULL
+      THEN 'per user'
+    WHEN ts_start IS NULL OR duration_us IS NULL THEN 'no time'
+  END AS excluded,
+  -- the size of a 200 answer to GET: a key whose sizes differ is left out ('size varies')
+  CASE WHEN method = 'GET' AND status = 200 THEN bytes_sent END AS get_size
+FROM requests
