@@ -18,7 +18,10 @@ from logan.nightly.job import run_nightly
 from logan.show import mail
 from logan.show.console import err, inert, say_error
 
-EXAMPLES = "Example: logan nightly --config /etc/logan/logan.toml"
+EXAMPLES = (
+    "Examples: logan nightly --config sample_logs/logan.toml --day 2013-11-05 --dry-run report.eml  ·  "
+    "logan nightly --config /etc/logan/logan.toml"
+)
 
 
 def nightly_command(

@@ -165,7 +165,7 @@ def _checked(c: Checker, data: dict) -> Config:
     base = c.path.parent
     return Config(
         path=c.path,
-        store=base / data["store"],
+        store=Path(data["store"]) if data["store"] == ":memory:" else base / data["store"],
         tz=tz,
         sources=sources,
         read=_read(c, c.table(data.get("read", {}), "read"), base),
