@@ -412,3 +412,28 @@ def test_slo_breaches_are_in_the_verdict(con, rows):
     assert verdict.endswith(", p95 over its SLO")
     options = rp.ReportOptions(charts=False, slos={"p95_us": p95 + 1})
     assert "SLO" not in rp.build_report(con, rp.day_period(DAY, TZ), options, ["headline"]).subject()
+
+
+def test_an_incident_of_the_day_is_listed_and_in_the_subject():
+    """A quiet day (a request every 10 s, 10 ms each) with a slow burst from 14:00 to 14:20
+    (5 a second, 500 ms each): the incidents section lists an incident over that burst."""
+    start = datetime(2026, 11, 23)
+    quiet = [start + timedelta(seconds=10 * i) for i in range(8640)]
+    burst = [datetime(2026, 11, 23, 14) + timedelta(milliseconds=200 * i) for i in range(6000)]
+    rows = pd.DataFrame({
+        "ts_start": quiet + burst,
+        "duration_us": [10_000] * len(quiet) + [500_000] * len(burst),
+        "status": 200, "method": "GET", "path": "/a",
+    })  # fmt: skip
+    store = open_store(None)
+    append_requests(store.con, rows)
+    report = rp.build_report(
+        store.con, rp.day_period(DAY), rp.ReportOptions(charts=False), ["headline", "incidents"]
+    )
+    section = report.section("incidents")
+    table = section.tables[0].frame
+    t14, t1420 = pd.Timestamp("2026-11-23 14:00", tz="UTC"), pd.Timestamp("2026-11-23 14:20", tz="UTC")
+    over = table[(table["start"] < t1420) & (table["end"] > t14)]
+    assert len(over) >= 1, table
+    assert section.verdict == f"{len(table)} incident{'s' if len(table) > 1 else ''}"
+    assert report.subject().endswith(section.verdict)

@@ -3,8 +3,8 @@ connection, the period and the report's options that returns a Section (title, k
 or tables, an optional chart, a one-line verdict). logan.show.report_html and
 logan.show.report_text render a Report; neither computes anything.
 
-SECTIONS is the one registry. A section whose answer this version does not have
-(incidents, what got slower, the simulated cache saving) is listed without a function and
+SECTIONS is the one registry. A section whose answer this version does not have yet
+(what got slower, the simulated cache saving) is listed without a function and
 renders as "not available in this version": plugging it in is giving it its function.
 """
 
@@ -245,6 +245,22 @@ def requesters_section(con: duckdb.DuckDBPyConnection, period: Period, options: 
     return section
 
 
+def incidents_section(con: duckdb.DuckDBPyConnection, period: Period, options: ReportOptions) -> Section:
+    """The day's incidents (logan.answer.incidents): bursts, slowdowns, errors, saturation,
+    each with its most telling cause."""
+    from logan.answer.incidents import incidents
+
+    section = Section("incidents", "Incidents", "no incidents")
+    found = incidents(con, **period.filters())
+    if found.empty:
+        return section
+    cols = [c for c in ("start", "end", "kind", "change", "cause") if c in found.columns]
+    table = found[cols].head(options.top).reset_index(drop=True)
+    section.tables.append(Table("incidents of the day", table, {"start": "time", "end": "time"}))
+    section.verdict = f"{len(found)} incident{'s' if len(found) > 1 else ''}"
+    return section
+
+
 HEALTH_KINDS = {"lines": "count", "rows": "count", "rejects": "count", "requests": "count", "newest": "time"}
 
 
@@ -316,7 +332,7 @@ class SectionSpec:
 
 SECTIONS: list[SectionSpec] = [
     SectionSpec("headline", "The day in figures", headline_section),
-    SectionSpec("incidents", "Incidents", None),  # logan.answer.incidents, with the timeline picture
+    SectionSpec("incidents", "Incidents", incidents_section),
     SectionSpec("slower", "What got slower or faster", None),  # logan.answer.compare
     SectionSpec("time", "Where the time went", time_section),
     SectionSpec("cache", "Cache candidates", cache_section),

@@ -118,7 +118,7 @@ class Report:
         head = self.section("headline")
         parts = [head.verdict] if head and head.verdict else []
         incidents = self.section("incidents")
-        if incidents and incidents.available and incidents.verdict:
+        if incidents and incidents.tables:  # only when there were some
             parts.append(incidents.verdict)
         if self.failed:
             parts.append(f"{len(self.failed)} source{'s' if len(self.failed) > 1 else ''} failed")
