@@ -16,6 +16,8 @@ import typer
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
 
 from logan import __version__
+from logan.cli.export import EXAMPLES as EXPORT_EXAMPLES
+from logan.cli.export import export_command
 from logan.cli.formats import formats_command
 from logan.cli.ingest import EXAMPLES as INGEST_EXAMPLES
 from logan.cli.ingest import ingest_command
@@ -37,6 +39,7 @@ app.command("ingest", epilog=INGEST_EXAMPLES)(ingest_command)
 app.command("stats", epilog=STATS_EXAMPLES)(stats_command)
 app.command("sql", epilog=SQL_EXAMPLES)(sql_command)
 app.command("formats", epilog="Example: logan formats")(formats_command)
+app.command("export", epilog=EXPORT_EXAMPLES)(export_command)
 
 
 def _version(show: bool) -> None:

@@ -11,11 +11,14 @@ templates into `route` already) and a `duckdb_columns` catalog of its columns.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from logan import schema
+from logan.engines.session import spark_session
 from logan.engines.transpile import to_spark
 from logan.errors import LoganError
 
@@ -89,3 +92,25 @@ class SparkConnection:
 
     def close(self) -> None:
         """Nothing to close: the session outlives the connection."""
+
+
+@dataclass
+class SparkStore:
+    """What an answer takes of a store: its connection (here, to Spark)."""
+
+    con: SparkConnection
+
+
+@contextmanager
+def spark_store(data: str | Path, master: str | None = None) -> Iterator[SparkStore]:
+    """The Parquet folder `data` on a Spark session (see logan.engines.session); a session
+    made here is stopped afterwards, one that existed (spark-submit, a notebook) is not."""
+    from pyspark.sql import SparkSession
+
+    had = SparkSession.getActiveSession()
+    session = spark_session(master)
+    try:
+        yield SparkStore(SparkConnection(session, data))
+    finally:
+        if had is None:
+            session.stop()
