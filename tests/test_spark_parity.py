@@ -28,7 +28,8 @@ from logan.store import open_store
 
 VIEWS = sorted(p.stem for p in queries_dir().glob("*.sql"))
 # the groupings a templated view is checked with: text, numbers, NULL groups, two columns
-BY = ["indirector", "status", "cache", "server", "route", "environment"]
+# (route and environment group alike; each case is a Spark job, on a shared machine)
+BY = ["indirector", "status", "cache", "server"]
 SLO_US = 5000
 PERCENTILE = re.compile(r"(^|_)p\d+(_us)?$")
 
@@ -62,12 +63,12 @@ def cases() -> list[tuple[str, str | None]]:
 
 @pytest.mark.parametrize(("name", "by"), cases())
 def test_view_is_the_same_on_spark(both, name, by):
-    con, spark = both
+    con, session = both
     sql = query_sql(name, [by] if by else (), SLO_US)
     cur = con.execute(sql)
     columns = [d[0] for d in cur.description]
     expected = [tuple(_plain(v) for v in row) for row in cur.fetchall()]
-    answer = spark.sql(to_spark(sql))
+    answer = session.sql(to_spark(sql))
     assert answer.columns == columns
     got = [tuple(_plain(v) for v in row) for row in answer.collect()]
     assert len(got) == len(expected) and expected, (
