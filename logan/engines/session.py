@@ -2,12 +2,13 @@
 k8s://), times in UTC, naive datetimes as TIMESTAMP_NTZ (the store's timestamps are UTC
 without a zone), and a clear message when pyspark or Java is missing.
 
-Under spark-submit a session already exists: getOrCreate() takes it, and its master and
-configuration win over ours.
+Under spark-submit, spark-submit's --master and --conf stand (its JVM is already running:
+logan sets no master unless given one) and logan's SQL settings are added to them.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -54,7 +55,9 @@ def spark_session(
         raise LoganError(missing)
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.appName(app).master(master or DEFAULT_MASTER)
+    builder = SparkSession.builder.appName(app)
+    if master or not _under_spark_submit():
+        builder = builder.master(master or DEFAULT_MASTER)
     for key, value in {**BASE_CONF, **(conf or {})}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
@@ -63,3 +66,8 @@ def spark_session(
         if key.startswith("spark.sql."):
             session.conf.set(key, value)
     return session
+
+
+def _under_spark_submit() -> bool:
+    # spark-submit starts the JVM first and tells pyspark where to find it
+    return "PYSPARK_GATEWAY_PORT" in os.environ
