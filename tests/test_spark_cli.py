@@ -72,19 +72,21 @@ RULES = [
     ("avg(CASE WHEN x LIKE 'a%' THEN 1.0 ELSE 0.0 END)", ["a", "b", "b"]),  # a DOUBLE, not DECIMAL
 ]
 TIMES = [
-    ("date_diff('second', t, t2)", "second boundaries crossed, not whole seconds"),
-    ("date_diff('hour', t, t2)", "hour boundaries"),
-    ("date_diff('day', t, t2)", "day boundaries"),
-    ("time_bucket(INTERVAL '5 minutes', t)", "DuckDB's bucket origin"),
-    ("time_bucket(INTERVAL '7 days', t)", "a Monday, 2000-01-03"),
-    ("epoch_us(t)", "microseconds"),
-    ("epoch_ms(t)", "milliseconds"),
-    ("epoch(t)", "seconds with the fraction"),
-    ("t - to_microseconds(90061000001)", "an interval of microseconds"),
+    ("date_diff('second', ts_start, ts_end)", "second boundaries crossed, not whole seconds"),
+    ("date_diff('hour', ts_start, ts_end)", "hour boundaries"),
+    ("date_diff('day', ts_start, ts_end)", "day boundaries"),
+    ("time_bucket(INTERVAL '5 minutes', ts_start)", "DuckDB's bucket origin"),
+    ("time_bucket(INTERVAL '7 days', ts_start)", "a Monday, 2000-01-03"),
+    ("epoch_us(ts_start)", "microseconds"),
+    ("epoch_ms(ts_start)", "milliseconds of a timestamp"),
+    ("epoch_ms(1709337599999)", "the timestamp of milliseconds"),
+    ("epoch(ts_start)", "seconds with the fraction"),
+    ("ts_start - to_microseconds(90061000001)", "an interval of microseconds"),
 ]
 INSTANTS = [
     ("2024-03-01 23:59:59.999999", "2024-03-02 00:00:00.000001"),
     ("2024-03-03 10:04:59.5", "2024-03-03 11:00:00"),
+    ("1969-12-31 23:59:59.9995", "1970-01-01 00:00:00.0005"),  # milliseconds round away from 0
     ("1999-12-31 23:58:00", "2000-01-05 00:00:00"),
 ]
 
@@ -103,13 +105,13 @@ def test_a_rule_gives_duckdbs_answer_on_text(spark, expr, values):  # noqa: F811
 
 @pytest.mark.parametrize(("expr", "why"), TIMES)
 def test_a_rule_gives_duckdbs_answer_on_times(spark, expr, why):  # noqa: F811
-    sql = f"SELECT {expr} AS v FROM t ORDER BY t"
+    sql = f"SELECT {expr} AS v FROM t ORDER BY ts_start"
     con = duckdb.connect()
-    con.execute("CREATE TABLE t AS SELECT t::TIMESTAMP AS t, t2::TIMESTAMP AS t2 FROM (VALUES "
-                + ", ".join(f"('{a}', '{b}')" for a, b in INSTANTS) + ") AS v(t, t2)")  # fmt: skip
+    con.execute("CREATE TABLE t AS SELECT a::TIMESTAMP AS ts_start, b::TIMESTAMP AS ts_end FROM (VALUES "
+                + ", ".join(f"('{a}', '{b}')" for a, b in INSTANTS) + ") AS v(a, b)")  # fmt: skip
     con.execute("SET TimeZone = 'UTC'")
-    rows = con.execute("SELECT t, t2 FROM t").fetchall()
-    spark.createDataFrame(rows, "t timestamp_ntz, t2 timestamp_ntz").createOrReplaceTempView("t")
+    rows = con.execute("SELECT ts_start, ts_end FROM t").fetchall()
+    spark.createDataFrame(rows, "ts_start timestamp_ntz, ts_end timestamp_ntz").createOrReplaceTempView("t")
     want = [_num(r[0]) for r in con.execute(sql).fetchall()]
     got = [_num(r[0]) for r in spark.sql(to_spark(sql)).collect()]
     assert got == want, f"{why}: {to_spark(sql)}"

@@ -8,6 +8,7 @@ logan sets no master unless given one) and logan's SQL settings are added to the
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from collections.abc import Mapping
@@ -61,7 +62,9 @@ def spark_session(
     for key, value in {**BASE_CONF, **(conf or {})}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
+    # Spark logs a failed query's whole stack; logan says what failed in one line instead
+    session.sparkContext.setLogLevel("OFF")
+    _quiet_python_loggers()
     for key, value in BASE_CONF.items():  # a session that existed already: ours for the SQL settings
         if key.startswith("spark.sql."):
             session.conf.set(key, value)
@@ -71,3 +74,13 @@ def spark_session(
 def _under_spark_submit() -> bool:
     # spark-submit starts the JVM first and tells pyspark where to find it
     return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def _quiet_python_loggers() -> None:
+    # pyspark 4 also writes each failed query's Java stack as JSON on stderr, from Python
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # pyspark 3.5 logs no such thing
+        return
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)

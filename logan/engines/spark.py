@@ -58,7 +58,19 @@ class SparkCursor:
         self.description = [(f.name, _duckdb_type(f.dataType.simpleString())) for f in frame.schema.fields]
 
     def fetchall(self) -> list[tuple]:
-        return [tuple(row) for row in self.frame.collect()]
+        with _said_in_one_line("Spark"):
+            return [tuple(row) for row in self.frame.collect()]
+
+
+@contextmanager
+def _said_in_one_line(what: str) -> Iterator[None]:
+    """A Spark failure (a Java stack of a hundred lines) as a LoganError: its first line."""
+    from pyspark.errors import PySparkException
+
+    try:
+        yield
+    except PySparkException as exc:
+        raise LoganError(f"{what}: {str(exc).strip().splitlines()[0]}") from None
 
 
 def _duckdb_type(spark_type: str) -> str:
@@ -77,7 +89,8 @@ class SparkConnection:
         path = table_path(data, "requests")
         if _is_local(path) and not Path(path).is_dir():
             raise LoganError(f"no requests under {data}: write them with logan export --db STORE --to {data}")
-        rows = session.read.parquet(path)
+        with _said_in_one_line(f"cannot read {path} on Spark"):
+            rows = session.read.parquet(path)
         rows.createOrReplaceTempView("requests_data")
         rows.createOrReplaceTempView("requests")
         session.sql("SELECT CAST(NULL AS STRING) AS route, CAST(NULL AS STRING) AS template WHERE false") \
@@ -87,8 +100,9 @@ class SparkConnection:
             .createOrReplaceTempView("duckdb_columns")  # fmt: skip
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> SparkCursor:
-        """Run DuckDB SQL (`?` parameters) on Spark."""
-        return SparkCursor(self.session.sql(to_spark(sql), args=list(params) if params else None))
+        """Run DuckDB SQL (`?` parameters) on Spark; what Spark refuses is a LoganError."""
+        with _said_in_one_line("Spark"):
+            return SparkCursor(self.session.sql(to_spark(sql), args=list(params) if params else None))
 
     def close(self) -> None:
         """Nothing to close: the session outlives the connection."""

@@ -30,6 +30,7 @@ from __future__ import annotations
 import sqlglot
 from sqlglot import exp
 
+from logan import schema
 from logan.errors import LoganError
 
 # DuckDB's time_bucket counts buckets of less than a month from Monday 2000-01-03 UTC.
@@ -185,12 +186,26 @@ def _table(node: exp.Table) -> exp.Expression:
 
 _FUNCTIONS = {
     "epoch_us": lambda a: _spark("unix_micros(a)", a=a),
-    "epoch_ms": lambda a: _spark("unix_millis(a)", a=a),
     "to_microseconds": lambda a: _spark(
         "make_dt_interval(0, 0, 0, CAST(a AS DECIMAL(18, 0)) / 1000000)",
         a=a,
     ),
 }
+
+
+# The timestamps of `requests` (logan/schema.py): what `epoch_ms(x)` is given decides its
+# meaning in DuckDB (a timestamp: its milliseconds, rounded; a number: the timestamp), and
+# sqlglot reads it as the second whatever x is.
+_TIMESTAMPS = {name for name, typ in schema.REQUEST_TYPES.items() if typ == "TIMESTAMP"}
+
+
+def _epoch_ms(node: exp.UnixToTime) -> exp.Expression:
+    scale = node.args.get("scale")
+    of_timestamp = any(c.name in _TIMESTAMPS for c in node.this.find_all(exp.Column))
+    if isinstance(scale, exp.Literal) and scale.name == "3" and of_timestamp:
+        # DuckDB rounds half away from zero; Spark's unix_millis truncates
+        return _spark("CAST(round(CAST(unix_micros(a) AS DECIMAL(20, 0)) / 1000, 0) AS BIGINT)", a=node.this)
+    return node
 
 
 def _epoch(node: exp.TimeToUnix) -> exp.Expression:
@@ -205,6 +220,7 @@ _RULES: list[tuple[type, object]] = [
     (exp.DateBin, _time_bucket),
     (exp.Glob, _glob),
     (exp.TimeToUnix, _epoch),
+    (exp.UnixToTime, _epoch_ms),
     (exp.Table, _table),
 ]
 
