@@ -43,7 +43,7 @@ def folder(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def both(folder, spark):  # noqa: ANN001, ANN201, F811
+def both(spark, folder):  # noqa: ANN001, ANN201, F811
     """(DuckDB connection, Spark session), each with `requests` over the folder."""
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
