@@ -15,3 +15,8 @@ class LoganError(ValueError):
 
 class FormatError(LoganError):
     """A format string that cannot be compiled."""
+
+
+class StoreError(LoganError):
+    """A store that cannot be used now (another process writes it, the disk is full): not
+    the user's input, so the command fails with EXIT_FAILURE."""

@@ -7,7 +7,11 @@ NULL, never 0.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
+# Versions a store may be in and still be opened: an older one is migrated in place when
+# opened for writing (logan.store: version 4 lacks the `files` table, which is added; its
+# rows need no change), and read as it is.
+MIGRATES_FROM = (4,)
 
 # `requests` is a view over the table `requests_data`, which holds only the columns some
 # ingested format fills (and provenance): a column no log carried is not stored at all, and
@@ -125,8 +129,33 @@ ROUTES: list[tuple[str, str, str]] = [
     ("template", "VARCHAR", "what `requests` shows for it, e.g. /blog/tags/{name}"),
 ]
 
-TABLES = {"requests": REQUESTS, "rejects": REJECTS, "events": EVENTS, "ingests": INGESTS, "routes": ROUTES}
-PLAIN_TABLES = ["rejects", "events", "ingests", "routes"]
+# The files a store has read and how far (logan/read/registry.py): what makes a re-run
+# read only what is new. One row per file content, known by its first bytes.
+FILES: list[tuple[str, str, str]] = [
+    ("file_id", "BIGINT", "increasing id"),
+    ("path", "VARCHAR", "where it was read last"),
+    ("source", "VARCHAR", "its label in `requests.source`"),
+    ("device", "BIGINT", "the file system's device number, when last read"),
+    ("inode", "BIGINT", "the file's inode, when last read"),
+    ("fingerprint", "VARCHAR", "sha256 of its first fp_len bytes of content (decompressed)"),
+    ("fp_len", "INTEGER", "how many first bytes the fingerprint covers (up to 1024)"),
+    ("compressed", "BOOLEAN", "gzip when last read"),
+    ("resume_offset", "BIGINT", "bytes of content a resumed read skips (a line starts there)"),
+    ("resume_line", "BIGINT", "lines before resume_offset"),
+    ("lines", "BIGINT", "lines of it the store holds (rows, rejects or events)"),
+    ("dialect", "VARCHAR", "the dialect it was read with: a re-run reads on with the same"),
+    ("format", "VARCHAR", "the format string it was read with"),
+    ("format_label", "VARCHAR", "that format's name, e.g. apache:combined_D"),
+    ("profile", "VARCHAR", "the classification profile it was read with"),
+    ("ingest_id", "BIGINT", "the last ingest that read it"),
+    ("updated_at", "TIMESTAMP", "UTC"),
+]
+
+TABLES = {
+    "requests": REQUESTS, "rejects": REJECTS, "events": EVENTS, "ingests": INGESTS, "routes": ROUTES,
+    "files": FILES,
+}  # fmt: skip
+PLAIN_TABLES = ["rejects", "events", "ingests", "routes", "files"]
 
 REQUEST_COLUMNS = [name for name, _, _ in REQUESTS]
 REQUEST_TYPES = {name: typ for name, typ, _ in REQUESTS}

@@ -6,15 +6,21 @@ its connection, and `logan.Store` adds them as methods for the library's users.
 
 from __future__ import annotations
 
+import hashlib
+import os
+import re
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
 
 from logan import schema
-from logan.errors import LoganError
+from logan.errors import LoganError, StoreError
 
 if TYPE_CHECKING:  # pandas costs 0.4 s to import: only the calls that return frames load it
     import pandas as pd
@@ -24,29 +30,37 @@ if TYPE_CHECKING:  # pandas costs 0.4 s to import: only the calls that return fr
 # does not read itself (a SQLite file given as --db).
 _OFFLINE = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
 
+# One process writes a store at a time (DuckDB locks the file; a reader is locked out too).
+# Another logan waits this long for it, then says who holds it (LOGAN_LOCK_WAIT: seconds).
+LOCK_WAIT = float(os.environ.get("LOGAN_LOCK_WAIT", "10"))
+_LOCK_HELD = re.compile(r"Conflicting lock is held in (.*) \(PID (\d+)\)")
+
+
+@dataclass
+class Pruned:
+    """What a prune dropped."""
+
+    requests: int
+    rejects: int
+    events: int
+
 
 class Store:
     """An open store. `con` is a plain DuckDB connection: query it as you like."""
 
-    def __init__(self, path: str | Path | None = None, read_only: bool = False):
+    def __init__(self, path: str | Path | None = None, read_only: bool = False, wait: float = LOCK_WAIT):
         self.path = str(path) if path else ":memory:"
         _check_is_duckdb(self.path)
-        try:
-            self.con = duckdb.connect(self.path, read_only=read_only, config=_OFFLINE)
-        except duckdb.Error as exc:
-            raise LoganError(f"cannot open store {self.path}: {str(exc).splitlines()[0]}") from None
+        self.con = _connect(self.path, read_only, wait)
         # Timestamps are stored as UTC; TIMESTAMPTZ casts must happen in UTC.
         self.con.execute("SET TimeZone = 'UTC'")
         # Loads need no particular row order: 10-15% faster.
         self.con.execute("SET preserve_insertion_order = false")
+        self._check_version(read_only)
         if not read_only:
             self._ensure_schema()
-        self._check_version()
 
     def _ensure_schema(self) -> None:
-        tables = {r[0] for r in self.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-        if tables and "logan_meta" not in tables:
-            raise LoganError(f"{self.path} is a DuckDB file but not a logan store: not touching it")
         self.con.execute("CREATE TABLE IF NOT EXISTS logan_meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
         for name in schema.PLAIN_TABLES:
             self.con.execute(schema.create_table_sql(name))
@@ -54,10 +68,9 @@ class Store:
         always = ", ".join(f"{c} {types[c]}" for c in schema.ALWAYS_STORED)
         self.con.execute(f"CREATE TABLE IF NOT EXISTS {schema.REQUESTS_TABLE} ({always})")
         _refresh_view(self.con)  # a store written by an earlier logan gets today's view
-        self.con.execute(
-            "INSERT INTO logan_meta VALUES ('schema_version', ?) ON CONFLICT DO NOTHING",
-            [str(schema.SCHEMA_VERSION)],
-        )
+        # a new store gets today's version, an older one is now migrated (the tables above);
+        # a store as it should be is not written at all (it opens on a full disk)
+        _set_meta(self.con, "schema_version", str(schema.SCHEMA_VERSION))
 
     def ensure_columns(self, columns: Iterable[str]) -> None:
         """Store these canonical columns from now on (see schema.REQUESTS_TABLE)."""
@@ -69,17 +82,28 @@ class Store:
         Each distinct (source, dialect, format) of the rows becomes one `ingests` row."""
         return append_requests(self.con, rows)
 
-    def _check_version(self) -> None:
-        try:
-            row = self.con.execute("SELECT value FROM logan_meta WHERE key = 'schema_version'").fetchall()
-            row = row[0] if row else None
-        except duckdb.CatalogException as exc:
-            raise LoganError(f"{self.path} is not a logan store (no logan_meta table)") from exc
-        if row is None or int(row[0]) != schema.SCHEMA_VERSION:
-            found = row[0] if row else "none"
+    def _check_version(self, read_only: bool) -> None:
+        """Refuse a store this logan cannot read: a newer one, or one too old to migrate;
+        a file that is no logan store is refused too, untouched (a new file is empty)."""
+        tables = {r[0] for r in self.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        if not tables and not read_only:
+            return  # a new store: _ensure_schema makes it
+        if not tables:
+            raise LoganError(f"{self.path} holds nothing yet: no ingest into it has finished a batch")
+        if "logan_meta" not in tables:
+            raise LoganError(f"{self.path} is a DuckDB file but not a logan store: not touching it")
+        row = self.con.execute("SELECT value FROM logan_meta WHERE key = 'schema_version'").fetchall()
+        found = int(row[0][0]) if row else None
+        if found == schema.SCHEMA_VERSION or found in schema.MIGRATES_FROM:
+            return
+        if found is not None and found > schema.SCHEMA_VERSION:
             raise LoganError(
-                f"{self.path} has schema version {found}; this logan reads {schema.SCHEMA_VERSION}"
+                f"{self.path} was written by a newer logan (store version {found}; this logan reads "
+                f"{schema.SCHEMA_VERSION} and older): upgrade logan to read it"
             )
+        raise LoganError(
+            f"{self.path} has store version {found}, too old for this logan ({schema.SCHEMA_VERSION})"
+        )
 
     def sql(self, query: str, params: list | dict | None = None) -> pd.DataFrame:
         """Run a query; the answer as a DataFrame."""
@@ -88,6 +112,29 @@ class Store:
     def is_empty(self) -> bool:
         """Whether nothing was ever read into it (no `ingests` row)."""
         return not self.con.execute("SELECT count(*) FROM ingests").fetchall()[0][0]
+
+    def prune(self, before: datetime) -> Pruned:
+        """Drop the requests that started before `before` (UTC), the events before it, and
+        the rejects of ingests none of whose requests are left (or, of an ingest that
+        read no request, that ran before `before`); the space is reused by what
+        is ingested next (DuckDB reuses the freed blocks after the checkpoint), so a store
+        pruned every night keeps a steady size. The file registry stays: a pruned file is
+        not read again."""
+        con = self.con
+        con.execute("BEGIN")
+        gone = con.execute(f"DELETE FROM {schema.REQUESTS_TABLE} WHERE ts_start < ?", [before]).fetchall()
+        events = con.execute("DELETE FROM events WHERE ts < ?", [before]).fetchall()
+        # a reject has no time of its own: it goes with its ingest's requests
+        rejects = con.execute(
+            f"""DELETE FROM rejects r USING ingests i
+                WHERE r.source = i.source AND r.line_no BETWEEN i.first_line AND i.first_line + i.lines - 1
+                  AND (i.rows > 0 OR i.started_at < ?)
+                  AND NOT EXISTS (SELECT 1 FROM {schema.REQUESTS_TABLE} q WHERE q.ingest_id = i.ingest_id)""",
+            [before],
+        ).fetchall()
+        con.execute("COMMIT")
+        con.execute("CHECKPOINT")
+        return Pruned(gone[0][0], rejects[0][0], events[0][0])
 
     def close(self) -> None:
         self.con.close()
@@ -121,7 +168,17 @@ def stored_columns(con: duckdb.DuckDBPyConnection) -> set[str]:
 
 
 def _refresh_view(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute(schema.requests_view_sql(stored_columns(con)))
+    sql = schema.requests_view_sql(stored_columns(con))
+    if _set_meta(con, "requests_view", hashlib.sha256(sql.encode()).hexdigest()):
+        con.execute(sql)
+
+
+def _set_meta(con: duckdb.DuckDBPyConnection, key: str, value: str) -> bool:
+    """Set a `logan_meta` value; whether it changed (nothing is written when not)."""
+    if con.execute("SELECT value FROM logan_meta WHERE key = ?", [key]).fetchall() == [(value,)]:
+        return False
+    con.execute("INSERT OR REPLACE INTO logan_meta VALUES (?, ?)", [key, value])
+    return True
 
 
 def ensure_columns(con: duckdb.DuckDBPyConnection, columns: Iterable[str]) -> None:
@@ -188,9 +245,41 @@ def _in_transaction(con: duckdb.DuckDBPyConnection) -> bool:
     return con.execute(q).fetchall() == con.execute(q).fetchall()
 
 
-def open_store(path: str | Path | None = None, read_only: bool = False) -> Store:
-    """Open (creating when needed) the store at `path`; None for an in-memory store."""
-    return Store(path, read_only=read_only)
+def _connect(path: str, read_only: bool, wait: float) -> duckdb.DuckDBPyConnection:
+    """DuckDB's connection to the store, waiting up to `wait` seconds while another
+    process holds it."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            return duckdb.connect(path, read_only=read_only, config=_OFFLINE)
+        except duckdb.Error as exc:
+            held = _LOCK_HELD.search(str(exc))
+            if held is None:
+                raise LoganError(f"cannot open store {path}: {str(exc).splitlines()[0]}") from None
+            if time.monotonic() >= deadline:
+                pid = int(held.group(2))
+                raise StoreError(
+                    f"{path} is being written by pid {pid} ({Path(held.group(1)).name}{_since(pid)}): "
+                    f"waited {wait:g} s; try again when it is done"
+                ) from None
+        time.sleep(0.2)
+
+
+def _since(pid: int) -> str:
+    """', since HH:MM:SS' for a process running on this machine (Linux), else ''."""
+    try:
+        ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return ""
+    started = time.time() - uptime + ticks / os.sysconf("SC_CLK_TCK")
+    return f", since {datetime.fromtimestamp(started):%H:%M:%S}"
+
+
+def open_store(path: str | Path | None = None, read_only: bool = False, wait: float = LOCK_WAIT) -> Store:
+    """Open (creating when needed) the store at `path`; None for an in-memory store. While
+    another process holds the file, wait up to `wait` seconds for it."""
+    return Store(path, read_only=read_only, wait=wait)
 
 
 @contextmanager

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from logan.cli import app
+
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "sample_logs"
 PUPPET = SAMPLES / "puppet_access.log"
@@ -116,16 +118,19 @@ def test_version_and_short_help():
     assert r.returncode == 0 and "stats" in r.stdout and "ingest" in r.stdout
 
 
-@pytest.mark.parametrize("command", ["ingest", "stats", "sql", "formats"])
+@pytest.mark.parametrize("command", sorted(c.name for c in app.registered_commands))
 def test_every_help_ends_with_an_example_that_runs(tmp_path, command):
     text = " ".join(logan(command, "--help", columns=300).stdout.split())
     assert "Example" in text.split("Options")[-1]  # after the options: the last thing shown
     first = text[text.index("Example") :].split(":", 1)[1].split("·")[0].strip().split(" ")
     assert first[0] == "logan" and first[1] == command
     args = [a.strip('"') for a in first[2:]]
-    if command == "sql":  # against a store made for it
-        assert logan("ingest", str(PUPPET), "--db", str(tmp_path / "puppet.duckdb")).returncode == 0
-        args = ["--db", str(tmp_path / "puppet.duckdb"), " ".join(args[2:-2]), *args[-2:]]
+    if command == "sql":  # the query is one argument
+        args = [*args[:2], " ".join(args[2:-2]), *args[-2:]]
+    if "--db" in args and command != "ingest":  # a store the example reads: made for it
+        assert (
+            logan("ingest", str(PUPPET), "--db", str(tmp_path / args[args.index("--db") + 1])).returncode == 0
+        )
     r = logan(command, *[a.replace("sample_logs/", f"{SAMPLES}/") for a in args], cwd=tmp_path)
     assert r.returncode == 0, (args, r.stderr)
 
@@ -286,3 +291,13 @@ def test_every_command_writes_csv_alike(tmp_path):
     assert formula == "'=1+2"
     raw = logan("sql", "--db", str(db), "-o", "csv", "--raw", "SELECT '=1+2' AS q").stdout.splitlines()[1]
     assert raw == "=1+2"
+
+
+def test_max_reject_ratio_makes_a_partial_read_exit_3(tmp_path):
+    log = tmp_path / "some_bad.log"
+    good = PUPPET.read_text().splitlines(keepends=True)[:3]
+    log.write_text("garbage\n" + "".join(good))  # one line in four is a reject
+    over = logan("ingest", str(log), "--format", "combined_D", "--max-reject-ratio", "0.2")
+    assert over.returncode == 3 and "25.0% of the lines read were rejects" in over.stderr
+    under = logan("ingest", str(log), "--format", "combined_D", "--max-reject-ratio", "0.3")
+    assert under.returncode == 0

@@ -6,8 +6,10 @@ from __future__ import annotations
 import gzip
 import importlib
 import io
+import os
 import subprocess
 import sys
+import threading
 from datetime import datetime
 from pathlib import Path
 
@@ -85,11 +87,41 @@ def test_gz_without_gz_suffix_and_multi_member(tmp_path):
     check_rows(requests_of(s), 50, pads)
 
 
-def test_corrupt_gz_is_a_clear_error(tmp_path):
+def test_a_cut_gz_is_read_up_to_the_cut_and_the_other_files_after_it(tmp_path):
+    data, _ = make_log(3000)
+    packed = gzip.compress(data)
+    cut = tmp_path / "a.log.gz"
+    cut.write_bytes(packed[: len(packed) // 2])  # a rotated file still being compressed
+    whole = tmp_path / "b.log"
+    whole.write_bytes(make_log(10)[0])
+    # what decompresses, by gzip's own tool: it prints up to the cut, then complains
+    zcat = subprocess.run(["gzip", "-dc", str(cut)], capture_output=True)
+    assert zcat.returncode != 0 and zcat.stdout and not zcat.stdout.endswith(b"\n")
+    complete = zcat.stdout.count(b"\n")
+    s = ingest([cut, whole], format="combined_D", profile="none")
+    req = s.store.sql("SELECT source, line_no FROM requests")
+    assert (req.source == str(cut)).sum() == complete  # every whole line of the cut file
+    assert (req.source == str(whole)).sum() == 10  # and the file after it
+    rej = s.store.sql("SELECT source, line_no, raw, reason FROM rejects")
+    assert rej.values.tolist() == [
+        [str(cut), complete + 1, zcat.stdout.rsplit(b"\n", 1)[1].decode(), INGEST_MODULE.CUT_GZ]
+    ]
+
+
+def test_a_gz_cut_in_its_header_is_an_empty_input(tmp_path):
     f = tmp_path / "bad.log.gz"
-    f.write_bytes(gzip.compress(make_log(100)[0])[:200])
-    with pytest.raises(LoganError, match="cannot read"):
-        ingest([f], format="combined_D", profile="none")
+    f.write_bytes(gzip.compress(make_log(100)[0])[:12])  # a header, nothing after it
+    s = ingest([f], format="combined_D", profile="none")
+    assert (s.lines, s.rows, s.rejects) == (0, 0, 0)
+
+
+def test_gz_members_one_after_the_other_read_as_one_file(tmp_path):
+    data, pads = make_log(500)
+    f = tmp_path / "cat.log.gz"
+    half = data.index(b"\n", len(data) // 2) + 1
+    f.write_bytes(gzip.compress(data[:half]) + gzip.compress(data[half:]))  # cat a.gz b.gz
+    s = ingest([f], format="combined_D", profile="none")
+    check_rows(s.store.sql("SELECT * FROM requests"), 500, pads)
 
 
 # ---- stdin -----------------------------------------------------------------------------
@@ -110,6 +142,71 @@ def test_stdin_via_cli(tmp_path):
         assert st.sql("SELECT count(*) AS n FROM rejects").n[0] == 0
     assert set(req.source) == {"<stdin>"}
     check_rows(req, 120, pads)
+
+
+def test_a_fifo_is_read_as_a_stream(tmp_path):
+    data, pads = make_log(300)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=fifo.write_bytes, args=(data,))
+    writer.start()
+    s = ingest([fifo], format="combined_D", profile="none")
+    writer.join()
+    check_rows(s.store.sql("SELECT * FROM requests"), 300, pads)
+    assert s.store.sql("SELECT count(*) n FROM files")["n"][0] == 0  # a pipe cannot be read on later
+
+
+def test_a_process_substitution_is_read(tmp_path):
+    data, _ = make_log(200)
+    log = tmp_path / "a.log.gz"
+    log.write_bytes(gzip.compress(data))
+    r = subprocess.run(
+        ["bash", "-c", f"logan stats <(zcat {log}) --format combined_D --profile none -o csv --by status"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[1].split(",")[:2] == ["200", "200"]
+
+
+def test_a_file_that_grows_while_read_gives_each_line_once(tmp_path):
+    data, _ = make_log(20_000)
+    log = tmp_path / "growing.log"
+    log.write_bytes(data)
+    more = b"".join(make_line(i).encode() + b"\n" for i in range(20_001, 30_001))
+    st = open_store(tmp_path / "s.duckdb")
+
+    def append_once(*_: object) -> None:  # while the first batches are read
+        if not log.stat().st_size > len(data):
+            with log.open("ab") as fh:
+                fh.write(more)
+
+    first = ingest([log], st, format="combined_D", profile="none", block_size=1 << 18, progress=append_once)
+    second = ingest([log], st, format="combined_D", profile="none")
+    assert first.lines >= 20_000 and first.lines + second.lines == 30_000
+    got = st.sql("SELECT line_no, duration_us FROM requests ORDER BY line_no")
+    assert got.line_no.tolist() == list(range(1, 30_001))
+    assert got.duration_us.tolist() == [i * 1000 + 7 for i in range(1, 30_001)]
+    st.close()
+
+
+def test_a_file_that_shrinks_while_read_is_no_error(tmp_path):
+    data, _ = make_log(20_000)
+    log = tmp_path / "shrinking.log"
+    log.write_bytes(data)
+    st = open_store(tmp_path / "s.duckdb")
+
+    def truncate_once(*_: object) -> None:  # copytruncate while the first batches are read
+        if log.stat().st_size == len(data):
+            with log.open("r+b") as fh:
+                fh.truncate(0)
+
+    first = ingest([log], st, format="combined_D", profile="none", block_size=1 << 18, progress=truncate_once)
+    rows = st.sql("SELECT line_no FROM requests ORDER BY line_no").line_no.tolist()
+    assert rows == list(range(1, first.rows + 1)) and first.rejects == 0  # what was read, each once
+    log.write_bytes(make_log(5)[0])  # the server writes on into the emptied file
+    second = ingest([log], st, format="combined_D", profile="none")
+    assert (second.lines, second.rows) == (5, 5)  # read as the new file it is
+    st.close()
 
 
 def test_stdin_gz_with_label_via_module(tmp_path):
@@ -284,7 +381,7 @@ def test_short_reads_lose_no_byte(step):
     lines = [make_line(i).encode() for i in range(1, 41)]
     lines[12] = lines[12].replace(b"/r", b"/\xe4r")
     data = b"\n".join(lines)
-    got = [b for b in sources._blocks(_Trickle(data, step), 300, 0)]
+    got = [b for b in sources._blocks(_Trickle(data, step), 300)]
     texts = [t for b in got for t in b.table.column("line").to_pylist()]
     assert texts == [ln.decode("utf-8", "backslashreplace") for ln in lines]
     assert [n for b in got for n in b.table.column("line_no").to_pylist()] == list(range(1, 41))
@@ -300,7 +397,7 @@ def test_batches_come_in_whole_row_groups(monkeypatch, block_size):
     monkeypatch.setattr(sources, "ROW_GROUP", 10)
     lines = [("x" * (i % 17)).encode() + b"-%d" % i for i in range(1, 98)]
     data = b"\r\n".join(lines) + b"\n"
-    got = list(sources._blocks(io.BytesIO(data), block_size, 0))
+    got = list(sources._blocks(io.BytesIO(data), block_size))
     sizes = [b.lines for b in got]
     assert all(n % 10 == 0 for n in sizes[:-1]) and sum(sizes) == 97, sizes
     assert len(got) == -(-len(data) // block_size) or block_size > len(data)  # one batch per block

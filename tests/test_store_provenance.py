@@ -182,7 +182,7 @@ def test_older_store_is_refused(tmp_path):
     con = duckdb.connect(str(db))
     con.execute("UPDATE logan_meta SET value = '3' WHERE key = 'schema_version'")
     con.close()
-    with pytest.raises(LoganError, match="schema version 3; this logan reads 4"):
+    with pytest.raises(LoganError, match="store version 3, too old for this logan"):
         open_store(db)
 
 

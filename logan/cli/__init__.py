@@ -21,11 +21,13 @@ from logan.cli.export import export_command
 from logan.cli.formats import formats_command
 from logan.cli.ingest import EXAMPLES as INGEST_EXAMPLES
 from logan.cli.ingest import ingest_command
+from logan.cli.prune import EXAMPLES as PRUNE_EXAMPLES
+from logan.cli.prune import prune_command
 from logan.cli.sql import EXAMPLES as SQL_EXAMPLES
 from logan.cli.sql import sql_command
 from logan.cli.stats import EXAMPLES as STATS_EXAMPLES
 from logan.cli.stats import stats_command
-from logan.errors import EXIT_FAILURE, EXIT_USAGE, LoganError
+from logan.errors import EXIT_FAILURE, EXIT_USAGE, LoganError, StoreError
 from logan.show.console import err, say_error
 
 app = typer.Typer(
@@ -38,6 +40,7 @@ app = typer.Typer(
 app.command("ingest", epilog=INGEST_EXAMPLES)(ingest_command)
 app.command("stats", epilog=STATS_EXAMPLES)(stats_command)
 app.command("sql", epilog=SQL_EXAMPLES)(sql_command)
+app.command("prune", epilog=PRUNE_EXAMPLES)(prune_command)
 app.command("formats", epilog="Example: logan formats")(formats_command)
 app.command("export", epilog=EXPORT_EXAMPLES)(export_command)
 
@@ -67,7 +70,7 @@ def main(argv: list[str] | None = None) -> None:
         status = EXIT_USAGE
     except LoganError as exc:
         say_error(str(exc))
-        status = EXIT_USAGE
+        status = EXIT_FAILURE if isinstance(exc, StoreError) else EXIT_USAGE
     except KeyboardInterrupt:
         status = 130
     except (duckdb.Error, OSError) as exc:  # the store or the disk, not the user's input

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -10,9 +12,11 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, Trans
 from rich.text import Text
 
 from logan.cli import options as opt
+from logan.cli.prune import KeepOpt, cutoff, prune_and_say
 from logan.errors import EXIT_PARTIAL, LoganError
+from logan.read.follow import follow as follow_files
 from logan.read.ingest import IngestSummary, ingest, merge_summaries
-from logan.show.console import err, print_ingest_summary, said_skipped
+from logan.show.console import err, print_ingest_summary, said_skipped, said_too_many_rejects, say
 from logan.store import writing
 
 # Inputs smaller than this finish before a progress bar is worth drawing.
@@ -86,6 +90,16 @@ def ingest_command(
     nginx_conf: opt.NginxConfOpt = None,
     log_format_name: opt.LogFormatNameOpt = None,
     keep_going: opt.KeepGoingOpt = False,
+    reread: Annotated[
+        bool, typer.Option("--reread", help="read files the store has read before again, whole")
+    ] = False,
+    keep: KeepOpt = None,
+    max_reject_ratio: opt.MaxRejectOpt = None,
+    follow: Annotated[
+        bool,
+        typer.Option("--follow", "-f", help="keep reading as the files grow and rotate, until stopped"),
+    ] = False,
+    interval: Annotated[float, typer.Option(help="with --follow: seconds between reads", min=0.1)] = 2.0,
 ) -> None:
     """Read access logs into a DuckDB store: every line becomes a request or a reject."""
     format, dialect = opt.format_from_options(format, dialect, nginx_conf, log_format_name)
@@ -94,14 +108,38 @@ def ingest_command(
     if not jobs:
         raise LoganError("no input: give log files, or --source LABEL=FORMAT:PATH")
     read = opt.read_options(format, dialect, tz, profile, rules, trusted_proxy, keep_going)
+    before = cutoff(keep) if keep is not None else None
+    common = {"dialect": read.dialect, "tz": read.tz, "profile": read.profile, "rules": read.rules,
+              "trusted_proxies": read.trusted_proxies, "keep_going": read.keep_going,
+              "reread": reread}  # fmt: skip
+    if follow:
+        return _follow(jobs, db, interval, common)
     with writing(db) as store:
-        common = {"store": store, "dialect": read.dialect, "tz": read.tz, "profile": read.profile,
-                  "rules": read.rules, "trusted_proxies": read.trusted_proxies,
-                  "keep_going": read.keep_going}  # fmt: skip
-        summaries = [run_ingest(paths, format=fmt, label=lab, **common) for paths, fmt, lab in jobs]
+        summaries = [
+            run_ingest(paths, store=store, format=fmt, label=lab, **common) for paths, fmt, lab in jobs
+        ]
+        if keep is not None:
+            prune_and_say(store, keep, before)
     summary = merge_summaries(summaries)
     print_ingest_summary(summary)
     if db is None:
         err.print("(in-memory store: nothing was kept; give --db FILE to keep the table)")
-    if said_skipped(summary):
+    if said_skipped(summary) | said_too_many_rejects(summary, max_reject_ratio):
         raise typer.Exit(EXIT_PARTIAL)
+
+
+def _follow(jobs: list, db: Path | None, interval: float, common: dict) -> None:
+    """--follow: rounds of incremental ingests until SIGINT or SIGTERM."""
+    if db is None or len(jobs) != 1 or "-" in jobs[0][0]:
+        raise LoganError("--follow: give log files (not stdin) and a store to keep, --db FILE")
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # stops like Ctrl-C
+    (paths, fmt, label) = jobs[0]
+    say(f"following {', '.join(paths)} into {db} every {interval:g} s; Ctrl-C or SIGTERM stops", err)
+    summary = follow_files(paths, db, interval, each_round=_said_round, format=fmt, label=label, **common)
+    print_ingest_summary(summary)
+    say("stopped: every batch read is committed", err)
+
+
+def _said_round(s: IngestSummary) -> None:
+    if s.lines:
+        say(f"{datetime.now():%H:%M:%S} +{s.lines:,} lines: {s.rows:,} requests, {s.rejects:,} rejects", err)

@@ -51,6 +51,15 @@ ColumnsOpt = Annotated[
 ]
 RawOpt = Annotated[bool, typer.Option("--raw", help="CSV cells as logged (no formula guard, no escapes)")]
 
+MaxRejectOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--max-reject-ratio",
+        min=0.0,
+        max=1.0,
+        help="exit 3 when over this share of the lines are rejects",
+    ),
+]
 KeepGoingOpt = Annotated[
     bool, typer.Option("--keep-going", help="read a file even when the format reads none of its first lines")
 ]

@@ -6,6 +6,7 @@ and rejects commit together, so an interrupted ingest never leaves half a batch.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import time
@@ -19,8 +20,8 @@ import duckdb
 import pyarrow as pa
 
 from logan import schema
-from logan.errors import FormatError, LoganError
-from logan.read import detect, events, native, rows
+from logan.errors import FormatError, LoganError, StoreError
+from logan.read import detect, events, native, registry, rows
 from logan.read.classify import (
     ClassCache,
     Rules,
@@ -31,8 +32,8 @@ from logan.read.classify import (
     load_rules,
 )
 from logan.read.compile import CompiledFormat, compile_format
-from logan.read.dialects import resolve_format
-from logan.read.sources import DEFAULT_BLOCK, ROW_GROUP, Batch, Prepare, Source, expand, read_batches
+from logan.read.dialects import get_dialect, resolve_format
+from logan.read.sources import DEFAULT_BLOCK, ROW_GROUP, Batch, Prepare, Source, Start, expand, read_batches
 from logan.store import Store, filter_pushdown, open_store, stored_columns
 
 # DuckDB's memory during an ingest into a file: enough for a block's batch in flight (the
@@ -60,6 +61,7 @@ class SourceSummary:
     nbytes: int = 0
     invalid_utf8: int = 0
     ingest_id: int | None = None  # its row in `ingests`
+    resumed_at: int = 0  # lines of it read before (registry): this read went on after them
 
 
 @dataclass
@@ -133,6 +135,7 @@ def ingest(
     progress: ProgressFn | None = None,
     columns: Collection[str] | None = None,
     keep_going: bool = False,
+    reread: bool = False,
 ) -> IngestSummary:
     """Read log files (globs, .gz, '-' for stdin) into a store and say what happened.
 
@@ -146,6 +149,10 @@ def ingest(
     skipped and said in `skipped`; a single one is an error. A format given by name that
     reads none of a file's first lines is an error too (every line would be a reject),
     unless `keep_going`.
+
+    A file the store has read before is read on from where it was (logan/read/registry.py:
+    its rows are never stored twice, whatever its name is now); `reread` reads every file
+    whole again, as a new ingest.
     """
     st = store if isinstance(store, Store) else open_store(store)
     _check_tz(st, tz)
@@ -180,7 +187,8 @@ def ingest(
                         summary,
                         keep,
                         keep_going,
-                    )  # fmt: skip
+                        reread,
+                    )
                 )
             except FormatError as exc:  # raised at its first batch: nothing of it was kept
                 if len(sources) == 1:
@@ -196,9 +204,12 @@ def ingest(
             # would run without it (3.2 GB for a 1 GB log of varied paths), and the time
             # it takes belongs to the ingest's.
             st.con.execute("CHECKPOINT")
+    except (duckdb.Error, OSError) as exc:
+        raise _disk_full(st, exc) or exc from exc
     finally:
-        st.con.execute("RESET disabled_optimizers")
-        st.con.execute("RESET memory_limit")
+        with contextlib.suppress(duckdb.Error):  # a store invalidated by a full disk says so above
+            st.con.execute("RESET disabled_optimizers")
+            st.con.execute("RESET memory_limit")
     summary.seconds = time.perf_counter() - started
     _finish_summary(st, summary)
     summary.store = st
@@ -227,6 +238,7 @@ def _ingest_source(
     summary: IngestSummary,
     keep: rows.Keep,
     keep_going: bool = False,
+    reread: bool = False,
 ) -> SourceSummary:
     total = src.size()
     reading: _Reading | None = None
@@ -234,15 +246,17 @@ def _ingest_source(
     started_at = datetime.now(UTC).replace(tzinfo=None)
     t0 = time.perf_counter()
     ingest_id = st.con.execute("SELECT coalesce(max(ingest_id), 0) + 1 FROM ingests").fetchall()[0][0]
+    kept, start = _where_to_start(st, src, reread)
     # The C split runs in the reader thread, on its own DuckDB cursor (syslog headers).
     prepare, cursor = Prepare(), None
-    batches = read_batches(src, block_size, prepare=prepare)
+    batches = read_batches(src, block_size, start=start, prepare=prepare)
     try:
         for batch in batches:
             if reading is None:
-                cf, detected = _choose_format(st, fmt, dialect, batch, keep_going)
+                cf, detected = _choose_format(st, fmt, dialect, batch, keep_going, kept)
                 out = SourceSummary(src.label, cf.label, detected, ingest_id=ingest_id)
-                resolved = _resolve_profile(profile, st, batch, cf)
+                out.resumed_at = start.skip
+                resolved = _resolve_profile(profile, st, batch, cf, kept)
                 summary.profile = summary.profile or resolved
                 classification = _classification(resolved, rules, trusted_proxies, f"__classes_{ingest_id}")
                 classified = classification is not None
@@ -250,7 +264,7 @@ def _ingest_source(
                 keyed = rows.key_fields(cf, classification)
                 if plan is not None and len(keyed) == 1 and keyed[0] not in plan.numbers:
                     plan = dataclasses.replace(plan, keyed=keyed[0])
-                reading = _Reading(cf, plan, tz, classification, keep, src.label, ingest_id)
+                reading = _Reading(cf, plan, tz, classification, keep, src.label, ingest_id, kept)
                 st.ensure_columns(rows.stored_columns(cf, classified, keep))
                 summary.tz_assumed |= _has_local_time(cf)
                 reading.row = _IngestRow(
@@ -274,12 +288,44 @@ def _ingest_source(
         if cursor is not None:
             cursor.close()
         st.con.execute(f"DROP TABLE IF EXISTS __classes_{ingest_id}")
+    if out is None and kept is not None and kept.position.known:  # read before, nothing new
+        return SourceSummary(src.label, fmt, resumed_at=kept.position.lines)
     if out is None:  # an empty input: its row says so
         out = SourceSummary(src.label, fmt, ingest_id=ingest_id)
         empty = _IngestRow([ingest_id, src.label, dialect, fmt, 1, started_at], t0)
         empty.begin(st.con)
         empty.count(st.con, 0, 0, 0, 0, 0)
     return out
+
+
+@dataclass
+class _Kept:
+    """A file the store keeps track of (registry): where it is, and where its read is."""
+
+    path: str
+    compressed: bool
+    position: registry.Position
+
+    def save(self, con: duckdb.DuckDBPyConnection, batch: Batch, label: str, ingest_id: int) -> None:
+        """The position after `batch`, in its transaction."""
+        pos = self.position
+        pos.offset, pos.line = batch.resume
+        pos.lines = batch.first_line + batch.lines - 1
+        registry.save(con, pos, self.path, label, self.compressed, ingest_id)
+
+
+def _where_to_start(st: Store, src: Source, reread: bool) -> tuple[_Kept | None, Start]:
+    """Where the store's registry says to read `src` from (stdin, a pipe: from the start,
+    and nothing kept)."""
+    if not src.regular:
+        return None, Start()
+    assert src.path is not None
+    compressed = src.compressed()
+    pos = registry.find(st.con, src.path, src.prefix(registry.FINGERPRINT_BYTES), compressed, reread)
+    # a plain file written a moment ago may be mid-line: its last line waits for the next run
+    # (a store in memory has no next run)
+    hold = st.path != ":memory:" and registry.still_written(src.path)
+    return _Kept(src.path, compressed, pos), Start(pos.offset, pos.line, pos.lines, hold)
 
 
 @dataclass
@@ -293,6 +339,7 @@ class _Reading:
     keep: rows.Keep
     label: str
     ingest_id: int
+    kept: _Kept | None = None  # the file's place in the store's registry (None: stdin)
     row: _IngestRow | None = None
 
     @functools.cached_property
@@ -360,23 +407,52 @@ class _IngestRow:
         self.inserted = True  # by the batch's transaction: the next batch only counts
 
 
+def _roll_back(con: duckdb.DuckDBPyConnection) -> None:
+    """Undo a batch that failed; a COMMIT that failed (the disk full) has ended the
+    transaction already. Every batch committed before stays."""
+    with contextlib.suppress(duckdb.TransactionException):
+        con.execute("ROLLBACK")
+
+
+# How DuckDB says the disk is full: writing the file or WAL, or its temporary files.
+_DISK_FULL = ("No space left on device", "failed to offload data block")
+
+
+def _disk_full(st: Store, exc: BaseException) -> StoreError | None:
+    if not any(m in str(exc) for m in _DISK_FULL):
+        return None
+    return StoreError(
+        f"the disk is full ({st.path}): the store keeps every batch committed before; free space "
+        "and run the ingest again to read on from there"
+    )
+
+
 def _choose_format(
-    st: Store, fmt: str, dialect: str | None, batch: Batch, keep_going: bool = False
+    st: Store, fmt: str, dialect: str | None, batch: Batch, keep_going: bool, kept: _Kept | None
 ) -> tuple[CompiledFormat, str | None]:
-    if fmt == "auto":
-        return detect.detect_format(st, batch.table, dialect)
-    d, string, label = resolve_format(fmt, dialect)
-    cf = compile_format(d, string, label)
-    if not keep_going:
-        detect.check_format(st, batch.table, cf)
-    return cf, None
+    known = kept.position.format if kept is not None and kept.position.known else None
+    detected = None
+    if fmt == "auto" and known is not None and dialect in (None, known[0]):
+        cf = compile_format(get_dialect(known[0]), known[1], known[2])  # as it was read before
+    elif fmt == "auto":
+        cf, detected = detect.detect_format(st, batch.table, dialect)
+    else:
+        cf = compile_format(*resolve_format(fmt, dialect))
+        if not keep_going:
+            detect.check_format(st, batch.table, cf)
+    if kept is not None:
+        kept.position.format = (cf.dialect.name, cf.fmt, cf.label)
+    return cf, detected
 
 
-def _resolve_profile(profile: str, st: Store, batch: Batch, cf: CompiledFormat) -> str:
-    if profile != "auto":
-        return profile
-    paths = detect.sample_paths(st, batch.table, cf)
-    return detect_profile(paths)
+def _resolve_profile(profile: str, st: Store, batch: Batch, cf: CompiledFormat, kept: _Kept | None) -> str:
+    if profile == "auto" and kept is not None and kept.position.known and kept.position.profile:
+        profile = kept.position.profile  # as it was read before, not guessed from what was appended
+    elif profile == "auto":
+        profile = detect_profile(detect.sample_paths(st, batch.table, cf))
+    if kept is not None:
+        kept.position.profile = profile
+    return profile
 
 
 def _classification(
@@ -442,10 +518,14 @@ def _ingest_batch(st: Store, r: _Reading, batch: Batch, out: SourceSummary, summ
                 f"{r.label}: {batch.lines} lines gave {n_fast + n_slow} rows, {n_rej} rejects"
                 f" and {n_events} events"
             )
+        if batch.cut_line is not None:
+            _said_cut(con, r.label, batch.cut_line, summary_reasons)
         row.count(con, batch.lines, n_fast + n_slow, n_rej, n_events, batch.nbytes)
+        if r.kept is not None:
+            r.kept.save(con, batch, r.label, r.ingest_id)
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        _roll_back(con)
         raise
     finally:
         con.unregister("__batch")
@@ -457,6 +537,22 @@ def _ingest_batch(st: Store, r: _Reading, batch: Batch, out: SourceSummary, summ
     out.events += n_events
     out.nbytes += batch.nbytes
     out.invalid_utf8 += batch.invalid_utf8
+
+
+CUT_GZ = "the .gz is cut in this line (still being compressed, or copied short)"
+
+
+def _said_cut(con: duckdb.DuckDBPyConnection, label: str, line_no: int, reasons: Counter) -> None:
+    """The last line of a cut .gz, when a reject, says why (when it still reads as a
+    request, it is one)."""
+    where = "WHERE source = ? AND line_no = ?"
+    was = con.execute(f"SELECT reason FROM rejects {where}", [label, line_no]).fetchall()
+    if was:
+        con.execute(f"UPDATE rejects SET reason = ? {where}", [CUT_GZ, label, line_no])
+        reasons[was[-1][0]] -= 1
+        reasons[CUT_GZ] += 1
+        if not reasons[was[-1][0]]:
+            del reasons[was[-1][0]]
 
 
 def _left_over(con, params: dict, n_fast: int, batch: Batch) -> str:  # noqa: ANN001

@@ -13,8 +13,10 @@ import glob
 import gzip
 import io
 import os
+import stat
 import sys
 import threading
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,13 +52,85 @@ class Source:
             raw = open(self.path, "rb")  # noqa: SIM115 - closed by the reader
         head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
         if head == GZIP_MAGIC:
-            return gzip.GzipFile(fileobj=raw)  # type: ignore[return-value]
+            return io.BufferedReader(Gunzip(raw), 1 << 16)  # type: ignore[return-value]
         return raw
 
+    @property
+    def regular(self) -> bool:
+        """A file that can be read again (not stdin, a FIFO or `<(zcat a.gz)`): only such
+        a file has a place in a store's registry of files."""
+        return self.path is not None and stat.S_ISREG(os.stat(self.path).st_mode)
+
+    def compressed(self) -> bool:
+        with open(self.path, "rb") as fh:  # type: ignore[arg-type]
+            return fh.read(2) == GZIP_MAGIC
+
+    def prefix(self, n: int) -> bytes:
+        """The first `n` bytes of the content (decompressed), fewer for a shorter file (or
+        a .gz cut short: what it holds)."""
+        with self.open() as fh:
+            return fh.read(n)
+
     def size(self) -> int | None:
-        if self.path is None:
+        if not self.regular:
             return None
-        return os.path.getsize(self.path)
+        return os.path.getsize(self.path)  # type: ignore[arg-type]
+
+
+class Gunzip(io.RawIOBase):
+    """The content of a .gz, read up to where it is cut (a rotated file still being
+    compressed, a copy cut short): what decompresses is read, then it ends, and `cut` says
+    it did not end whole. Members one after the other (`cat a.gz b.gz`) read as one."""
+
+    def __init__(self, raw: io.BufferedIOBase):
+        self.raw, self.unzip = raw, zlib.decompressobj(wbits=31)
+        self.pending, self.at, self.cut, self.done = b"", 0, False, False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # noqa: ANN001
+        while self.at == len(self.pending) and not self.done:
+            self.pending, self.at = b"", 0
+            self._decompress_more()
+        n = min(len(b), len(self.pending) - self.at)
+        b[:n] = memoryview(self.pending)[self.at : self.at + n]
+        self.at += n
+        return n
+
+    def _decompress_more(self) -> None:
+        if self.unzip.eof:  # a member ended: another may follow
+            data = self.unzip.unused_data or self.raw.read(1 << 16)
+            self.unzip = zlib.decompressobj(wbits=31)
+            if not data:
+                self.done = True
+                return
+        else:
+            data = self.raw.read(1 << 16)
+            if not data:  # the file ends inside a member
+                self.pending, self.cut, self.done = self.unzip.flush(), True, True
+                return
+        try:
+            self.pending = self.unzip.decompress(data)
+        except zlib.error:  # not gzip from here on (garbage, a cut header)
+            self.cut = self.done = True
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
+
+
+@dataclass(frozen=True)
+class Start:
+    """Where a read begins: `offset` bytes into the content, where a line starts, with
+    `line` lines before it; lines up to `skip` are read but not handed out (a store holds
+    them already). `hold_partial`: a last line without its newline is left for later (its
+    writer may not be done)."""
+
+    offset: int = 0
+    line: int = 0
+    skip: int = 0
+    hold_partial: bool = False
 
 
 def expand(paths: list[str]) -> list[Source]:
@@ -73,8 +147,12 @@ def expand(paths: list[str]) -> list[Source]:
             raise LoganError(f"no file matches {p!r}")
         matches = [f for m in matches for f in _files_of(m)]
         for m in matches:
-            if not Path(m).is_file():
-                raise LoganError(f"not a readable file: {m}")
+            if not Path(m).exists():
+                raise LoganError(f"no such file: {m}")
+            if not (Path(m).is_file() or stat.S_ISFIFO(os.stat(m).st_mode)):
+                raise LoganError(f"not a readable file: {m}")  # a socket, a device
+            if not os.access(m, os.R_OK):
+                raise LoganError(f"cannot read {m}: permission denied")
             out.append(Source(m, m))
     if not out:
         raise LoganError("no input: give log files, globs, or - for stdin")
@@ -98,6 +176,11 @@ class Batch:
     nbytes: int
     invalid_utf8: int  # lines whose bytes were not UTF-8 (kept, bad bytes written \xhh)
     parsed: object | None = None  # what Prepare.fn made of it in the reader thread
+    # where a read that resumes after this batch starts: (bytes into the content, lines
+    # before them), at or before the batch's last line (see Start)
+    resume: tuple[int, int] = (0, 0)
+    # the last batch of a cut .gz: its last line, incomplete (when not left for later)
+    cut_line: int | None = None
 
 
 @dataclass
@@ -214,7 +297,7 @@ def _to_utf8(block: memoryview, ascii: bool) -> tuple[bytes | memoryview, int]:
 
 
 def read_batches(
-    source: Source, block_size: int = DEFAULT_BLOCK, skip_lines: int = 0, prepare: Prepare | None = None
+    source: Source, block_size: int = DEFAULT_BLOCK, start: Start = Start(), prepare: Prepare | None = None
 ) -> Iterator[Batch]:
     """Batches of a source's lines, numbered from 1, read in a background thread so that
     reading and splitting overlap with parsing in DuckDB."""
@@ -224,7 +307,7 @@ def read_batches(
     def produce() -> None:
         try:
             with source.open() as fh:
-                for k, item in enumerate(_blocks(fh, block_size, skip_lines)):
+                for k, item in enumerate(_blocks(fh, block_size, start)):
                     if prepare is not None and k:
                         prepare.started.wait()
                         if prepare.fn is not None:
@@ -249,7 +332,7 @@ def read_batches(
             if item is None:
                 break
             if isinstance(item, BaseException):
-                if isinstance(item, (OSError, EOFError, gzip.BadGzipFile)):
+                if isinstance(item, OSError | EOFError | gzip.BadGzipFile):
                     raise LoganError(f"cannot read {source.label}: {item}") from item
                 raise item
             yield item
@@ -318,8 +401,26 @@ def _fill(fh: io.BufferedIOBase, rest: bytes, block_size: int) -> tuple[bytearra
     return buf, filled, filled < want
 
 
-def _blocks(fh: io.BufferedIOBase, block_size: int, skip_lines: int) -> Iterator[Batch]:
-    line_no = 0
+def _is_cut(fh: io.BufferedIOBase) -> bool:
+    return isinstance(getattr(fh, "raw", None), Gunzip) and fh.raw.cut  # type: ignore[attr-defined]
+
+
+def _skip(fh: io.BufferedIOBase, n: int) -> None:
+    """Past the first `n` bytes of the content (a seek, or reading through a .gz)."""
+    if n and fh.seekable():
+        fh.seek(n)
+        return
+    while n > 0:
+        got = fh.read(min(n, DEFAULT_BLOCK))
+        if not got:
+            return
+        n -= len(got)
+
+
+def _blocks(fh: io.BufferedIOBase, block_size: int, start: Start = Start()) -> Iterator[Batch]:
+    _skip(fh, start.offset)
+    line_no, skip_lines = start.line, start.skip
+    consumed = start.offset  # content bytes before `rest`
     rest = b""
     held, held_bufs = np.zeros(0, _VIEW), []
     eof = False
@@ -328,9 +429,14 @@ def _blocks(fh: io.BufferedIOBase, block_size: int, skip_lines: int) -> Iterator
         # views), and several are in flight at once.
         buf, filled, eof = _fill(fh, rest, block_size)
         cut = filled if eof else buf.rfind(b"\n", 0, filled) + 1
-        if cut == 0:  # no line end yet: a line longer than the block
+        if eof and start.hold_partial and filled and buf[filled - 1] != 10:
+            cut = buf.rfind(b"\n", 0, filled) + 1  # a last line its writer may finish later
+        if cut == 0 and not eof:  # no line end yet: a line longer than the block
             rest = bytes(buf[:filled])
             continue
+        # a read that resumes after this block's lines may start where the block starts
+        resume = (consumed, line_no + len(held))
+        consumed += cut
         rest = bytes(buf[cut:filled])
         block, bad = _to_utf8(memoryview(buf)[:cut], ascii=buf.isascii())
         views, bufs = _joined(held, held_bufs, _line_views(block), block)
@@ -339,6 +445,8 @@ def _blocks(fh: io.BufferedIOBase, block_size: int, skip_lines: int) -> Iterator
         n = len(views)
         first = line_no + 1
         line_no += n
+        if eof:  # everything read: a resumed read starts past it
+            resume = (consumed, line_no)
         if line_no <= skip_lines or (n == 0 and not cut):
             continue
         buffers = [None, pa.py_buffer(views), *(pa.py_buffer(b) for b in bufs)]
@@ -346,4 +454,6 @@ def _blocks(fh: io.BufferedIOBase, block_size: int, skip_lines: int) -> Iterator
         table = pa.table({"line_no": int64_array(np.arange(first, first + n)), "line": lines})
         if first <= skip_lines:
             table = table.slice(skip_lines - first + 1)
-        yield Batch(table, max(first, skip_lines + 1), table.num_rows, cut, bad)
+        cut_line = line_no if eof and _is_cut(fh) and cut and buf[cut - 1] != 10 else None
+        first = max(first, skip_lines + 1)
+        yield Batch(table, first, table.num_rows, cut, bad, resume=resume, cut_line=cut_line)

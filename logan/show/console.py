@@ -141,11 +141,23 @@ def said_skipped(s: IngestSummary) -> bool:
     return bool(s.skipped)
 
 
+def said_too_many_rejects(s: IngestSummary, limit: float | None) -> bool:
+    """A warning when more of the lines read than `limit` (a share) were rejects."""
+    if limit is None or not s.lines or s.rejects / s.lines <= limit:
+        return False
+    say(f"{s.rejects / s.lines:.1%} of the lines read were rejects: over --max-reject-ratio {limit:g}", err)
+    return True
+
+
 def print_ingest_summary(s: IngestSummary) -> None:
     """The closing summary of an ingest, on stderr (stdout stays for answers)."""
     for src in s.sources:
         if src.detected:
             say(f"{src.source}: {src.detected}", err)
+        if src.resumed_at and not src.lines:
+            say(f"{src.source}: nothing new since line {src.resumed_at:,} (--reread reads it again)", err)
+        elif src.resumed_at:
+            say(f"{src.source}: read on from line {src.resumed_at + 1:,}, after what was read before", err)
     t = Table(show_header=False, box=None, pad_edge=False)
     t.add_row("lines read", f"{s.lines:,}")
     t.add_row("requests", f"{s.rows:,}")

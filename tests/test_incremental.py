@@ -1,0 +1,511 @@
+"""A store that runs unattended: re-runs read only what is new, every rotation style keeps
+each line exactly once, a killed run loses nothing, a second writer is told who holds the
+store, a full disk keeps what was committed, old stores are migrated, old rows are pruned.
+
+Every log line here carries its own number in its path (/r/<n>), so "exactly once" is
+checked by counting each number in the store, independently of how logan numbers lines.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+import logan
+from logan.errors import LoganError, StoreError
+from logan.read.ingest import ingest
+
+FORMAT = "combined_D"
+
+
+def line(n: int) -> str:
+    """Request number `n`: one line, its number in the path and in the duration."""
+    return (
+        f"10.0.{n % 200}.{n % 7} - - [05/Nov/2013:19:{n // 60 % 60:02d}:{n % 60:02d} +0000] "
+        f'"GET /r/{n} HTTP/1.1" 200 {100 + n % 50} {1000 + n} "-" "agent"\n'
+    )
+
+
+def numbers(db: Path | str) -> list[int]:
+    """The request numbers a store holds, one entry per row."""
+    st = logan.open(db, read_only=True)
+    try:
+        paths = st.sql("SELECT path FROM requests")["path"]
+    finally:
+        st.close()
+    return sorted(int(p.rsplit("/", 1)[1]) for p in paths)
+
+
+def run(paths: list[Path | str], db: Path, **options: object):  # noqa: ANN201
+    st = logan.open(db)
+    try:
+        return ingest([str(p) for p in paths], store=st, format=FORMAT, **options)
+    finally:
+        st.close()
+
+
+def logan_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["logan", *args], capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})}
+    )
+
+
+def quiet(path: Path) -> None:
+    """As if its writer stopped an hour ago."""
+    old = time.time() - 3600
+    os.utime(path, (old, old))
+
+
+# --- Re-runs -------------------------------------------------------------------------------------
+def test_a_rerun_reads_only_what_was_appended(tmp_path):
+    log, db = tmp_path / "access.log", tmp_path / "s.duckdb"
+    log.write_text("".join(line(n) for n in range(1000)))
+    assert run([log], db).rows == 1000
+    with log.open("a") as fh:
+        fh.write("".join(line(n) for n in range(1000, 1500)))
+    second = run([log], db)
+    assert (second.lines, second.rows) == (500, 500)
+    assert second.sources[0].resumed_at == 1000
+    assert numbers(db) == list(range(1500))
+    st = logan.open(db, read_only=True)
+    # logan's own line numbers go on where they were: 1..1500, each once
+    got = st.sql("SELECT min(line_no) lo, max(line_no) hi, count(DISTINCT line_no) n FROM requests")
+    st.close()
+    assert got.iloc[0].tolist() == [1, 1500, 1500]
+
+
+def test_a_rerun_of_unchanged_files_adds_nothing_and_no_ingest(tmp_path):
+    log, db = tmp_path / "access.log", tmp_path / "s.duckdb"
+    log.write_text("".join(line(n) for n in range(300)))
+    run([log], db)
+    again = run([log], db)
+    assert (again.lines, again.rows) == (0, 0)
+    st = logan.open(db, read_only=True)
+    assert st.sql("SELECT count(*) n FROM ingests")["n"][0] == 1
+    st.close()
+    r = logan_cli("ingest", str(log), "--db", str(db))
+    assert r.returncode == 0 and "nothing new since line 300" in " ".join(r.stderr.split())
+
+
+def test_reread_reads_again_as_a_new_ingest(tmp_path):
+    log, db = tmp_path / "access.log", tmp_path / "s.duckdb"
+    log.write_text("".join(line(n) for n in range(200)))
+    assert logan_cli("ingest", str(log), "--db", str(db)).returncode == 0
+    assert logan_cli("ingest", str(log), "--db", str(db), "--reread").returncode == 0
+    assert numbers(db) == sorted(list(range(200)) * 2)
+    st = logan.open(db, read_only=True)
+    assert st.sql("SELECT count(DISTINCT ingest_id) n FROM requests_data")["n"][0] == 2
+    st.close()
+
+
+def test_an_append_of_a_few_lines_is_read_with_the_format_first_detected(tmp_path):
+    # two lines are too few to detect a format from: the store remembers how it read the file
+    log, db = tmp_path / "access.log", tmp_path / "s.duckdb"
+    log.write_text("".join(line(n) for n in range(100)))
+    assert logan_cli("ingest", str(log), "--db", str(db)).returncode == 0  # auto-detected
+    with log.open("a") as fh:
+        fh.write(line(100) + line(101))
+    r = logan_cli("ingest", str(log), "--db", str(db))
+    assert r.returncode == 0 and "auto-detected" not in r.stderr
+    assert numbers(db) == list(range(102))
+
+
+def test_a_last_line_still_being_written_waits_for_the_next_run(tmp_path):
+    log, db = tmp_path / "access.log", tmp_path / "s.duckdb"
+    head, tail = line(2)[:40], line(2)[40:]
+    log.write_text(line(0) + line(1) + head)  # the writer is mid-line, a moment ago
+    first = run([log], db)
+    assert (first.lines, first.rejects) == (2, 0)
+    with log.open("a") as fh:
+        fh.write(tail + line(3))
+    run([log], db)
+    assert numbers(db) == [0, 1, 2, 3]  # line 2 read whole, once
+
+
+def test_a_last_line_without_newline_in_a_quiet_file_is_read(tmp_path):
+    log, db = tmp_path / "access.log", tmp_path / "s.duckdb"
+    log.write_text(line(0) + line(1).rstrip("\n"))  # a writer killed before its newline
+    quiet(log)
+    run([log], db)
+    assert numbers(db) == [0, 1]
+
+
+# --- Rotation, every style, in every order ------------------------------------------------------
+class Server:
+    """A web server writing access.log, rotated by logrotate in the style asked for."""
+
+    def __init__(self, folder: Path, rng: random.Random):
+        self.folder, self.rng = folder, rng
+        self.next = 0
+        self.partial: str | None = None  # the rest of a line written halfway
+        self.log = folder / "access.log"
+        self.log.touch()
+
+    def write(self) -> None:
+        with self.log.open("a") as fh:
+            if self.partial is not None:
+                fh.write(self.partial)
+                self.partial = None
+            for _ in range(self.rng.randint(1, 400)):
+                fh.write(line(self.next))
+                self.next += 1
+            if self.rng.random() < 0.3:  # stop mid-line
+                text = line(self.next)
+                self.next += 1
+                cut = self.rng.randint(1, len(text) - 1)
+                fh.write(text[:cut])
+                self.partial = text[cut:]
+
+    def rotate_rename(self) -> None:
+        """access.log -> .1, .1 -> .2.gz (compressed a rotation later), .N.gz -> .N+1.gz; the
+        server finishes its line in the renamed file, then opens a new access.log."""
+        for p in sorted(self.folder.glob("access.log.*.gz"), key=lambda p: -int(p.name.split(".")[2])):
+            n = int(p.name.split(".")[2])
+            p.rename(self.folder / f"access.log.{n + 1}.gz")
+        one = self.folder / "access.log.1"
+        if one.exists():
+            with one.open("rb") as src, gzip.open(self.folder / "access.log.2.gz", "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            one.unlink()
+        self.log.rename(one)
+        if self.partial is not None:
+            with one.open("a") as fh:
+                fh.write(self.partial)
+            self.partial = None
+        self.log.touch()
+
+    def rotate_copytruncate(self) -> None:
+        """A copy to .1 (the old .1 compressed), then access.log truncated in place."""
+        if self.partial is not None:  # copytruncate cuts such a line in two: a real loss
+            self.write()
+            if self.partial is not None:
+                with self.log.open("a") as fh:
+                    fh.write(self.partial)
+                self.partial = None
+        self.rotate_rename_files_only()
+        shutil.copyfile(self.log, self.folder / "access.log.1")
+        with self.log.open("r+") as fh:
+            fh.truncate(0)
+
+    def rotate_rename_files_only(self) -> None:
+        for p in sorted(self.folder.glob("access.log.*.gz"), key=lambda p: -int(p.name.split(".")[2])):
+            p.rename(self.folder / f"access.log.{int(p.name.split('.')[2]) + 1}.gz")
+        one = self.folder / "access.log.1"
+        if one.exists():
+            with one.open("rb") as src, gzip.open(self.folder / "access.log.2.gz", "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            one.unlink()
+
+    def finish(self) -> None:
+        if self.partial is not None:
+            with self.log.open("a") as fh:
+                fh.write(self.partial)
+            self.partial = None
+
+
+@pytest.mark.parametrize("style", ["rename", "copytruncate", "mixed"])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_every_line_once_through_rotations_and_reruns(tmp_path, style, seed):
+    rng = random.Random(f"{style}{seed}")
+    server, db = Server(tmp_path, rng), tmp_path / "s.duckdb"
+    for _ in range(14):
+        step = rng.choice(["write", "write", "ingest", "rotate"])
+        if step == "write":
+            server.write()
+        elif step == "ingest":
+            run([tmp_path / "access.log*"], db)
+        else:
+            kind = style if style != "mixed" else rng.choice(["rename", "copytruncate"])
+            server.rotate_rename() if kind == "rename" else server.rotate_copytruncate()
+    server.finish()
+    run([tmp_path / "access.log*"], db)
+    assert numbers(db) == list(range(server.next))
+
+
+def test_a_file_replaced_under_the_same_name_is_read_whole(tmp_path):
+    log, db = tmp_path / "access.log", tmp_path / "s.duckdb"
+    log.write_text("".join(line(n) for n in range(50)))
+    run([log], db)
+    log.unlink()
+    log.write_text("".join(line(n) for n in range(50, 60)))  # shorter, other content
+    run([log], db)
+    assert numbers(db) == list(range(60))
+
+
+def test_a_rotated_file_compressed_later_is_known_through_the_compression(tmp_path):
+    log, db = tmp_path / "access.log", tmp_path / "s.duckdb"
+    log.write_text("".join(line(n) for n in range(100)))
+    run([log], db)
+    with log.open("a") as fh:
+        fh.write("".join(line(n) for n in range(100, 130)))
+    with log.open("rb") as src, gzip.open(tmp_path / "access.log.1.gz", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    log.unlink()
+    second = run([tmp_path / "access.log.1.gz"], db)
+    assert (second.lines, second.sources[0].resumed_at) == (30, 100)
+    assert numbers(db) == list(range(130))
+
+
+# --- Crashes --------------------------------------------------------------------------------------
+_INGEST = """
+import sys, logan
+from logan.read.ingest import ingest
+st = logan.open(sys.argv[1])
+ingest([sys.argv[2]], store=st, format="combined_D", block_size=1 << 17)
+st.close()
+"""
+
+
+def _store_is_consistent(db: Path) -> int:
+    """Rows are the log's lines 1..k, each once, and the registry says k: what a killed run
+    left. Returns k."""
+    try:
+        st = logan.open(db, read_only=True)
+    except LoganError as exc:  # killed before its first batch: an empty DuckDB file
+        assert "holds nothing yet" in str(exc)
+        return 0
+    try:
+        got = st.sql("SELECT count(*), count(DISTINCT line_no), max(line_no) FROM requests")
+        n, distinct, hi = got.iloc[0]
+        kept = st.sql("SELECT coalesce(max(lines), 0) k FROM files")["k"][0]
+    finally:
+        st.close()
+    assert n == distinct and (n == 0 or hi == n) and kept == n
+    return int(n)
+
+
+def test_killed_runs_lose_nothing_and_count_nothing_twice(tmp_path):
+    log, db = tmp_path / "access.log", tmp_path / "s.duckdb"
+    total = 40_000  # about 35 batches of 128 KiB
+    log.write_text("".join(line(n) for n in range(total)))
+    quiet(log)
+    t0 = time.perf_counter()  # how long a whole run takes here, start-up included
+    subprocess.run([sys.executable, "-c", _INGEST, str(tmp_path / "timed.duckdb"), str(log)], check=True)
+    whole = time.perf_counter() - t0
+    rng = random.Random(7)
+    kills, progress = 0, []
+    while kills < 24:
+        proc = subprocess.Popen([sys.executable, "-c", _INGEST, str(db), str(log)])
+        time.sleep(rng.uniform(0.3, 1.0) * whole)  # in the batches, at the checkpoint, after
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait()
+        if db.exists():
+            progress.append(_store_is_consistent(db))
+        if progress and progress[-1] == total:  # all read: start over to kill more runs
+            db.unlink()
+            Path(f"{db}.wal").unlink(missing_ok=True)
+    subprocess.run([sys.executable, "-c", _INGEST, str(db), str(log)], check=True, timeout=120)
+    assert _store_is_consistent(db) == total
+    assert numbers(db) == list(range(total))
+    assert any(0 < k < total for k in progress)  # some kills fell between batches
+
+
+# --- Two processes, one store ---------------------------------------------------------------------
+_HOLD = """
+import sys, time, logan
+st = logan.open(sys.argv[1])
+print("holding", flush=True)
+time.sleep(float(sys.argv[2]))
+st.close()
+"""
+
+
+def test_a_second_writer_is_told_who_holds_the_store_or_waits_for_it(tmp_path):
+    log, db = tmp_path / "access.log", tmp_path / "s.duckdb"
+    log.write_text("".join(line(n) for n in range(100)))
+    run([log], db)
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(db), "60"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        r = logan_cli("ingest", str(log), "--db", str(db), env={"LOGAN_LOCK_WAIT": "0.5"})
+        assert r.returncode == 1, r.stderr
+        assert f"being written by pid {holder.pid}" in r.stderr and "Traceback" not in r.stderr
+        r = logan_cli("stats", "--db", str(db), env={"LOGAN_LOCK_WAIT": "0.5"})  # a reader too
+        assert r.returncode == 1 and f"pid {holder.pid}" in r.stderr
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    # with the default wait, a reader waits for a writer that finishes, and answers
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(db), "2"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        r = logan_cli("sql", "--db", str(db), "-o", "csv", "SELECT count(*) AS n FROM requests")
+        assert r.returncode == 0 and r.stdout.splitlines()[1] == "100"
+    finally:
+        holder.wait(timeout=30)
+
+
+# --- A full disk ----------------------------------------------------------------------------------
+@pytest.fixture
+def small_disk(tmp_path):
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(mount)], capture_output=True
+    )
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here (needs root): {made.stderr.decode().strip()}")
+    yield mount
+    subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_full_disk_is_said_and_the_store_keeps_every_committed_batch(tmp_path, small_disk):
+    log, db = tmp_path / "access.log", small_disk / "s.duckdb"
+    total = 600_000  # about 120 MB of log: far more than the 24 MB disk holds
+    with log.open("w") as fh:
+        for start in range(0, total, 50_000):
+            fh.write("".join(line(n) for n in range(start, start + 50_000)))
+    quiet(log)
+    with pytest.raises(StoreError, match="the disk is full"):
+        run([log], db, block_size=1 << 20)  # batches of 1 MiB: some fit, then the disk is full
+    kept = _store_is_consistent(db)  # it opens on the full disk, and holds the batches committed
+    assert 0 < kept < total
+    # with room again, the next run reads on from there
+    roomy = tmp_path / "moved.duckdb"
+    shutil.copyfile(db, roomy)
+    if Path(f"{db}.wal").exists():
+        shutil.copyfile(f"{db}.wal", f"{roomy}.wal")
+    r = logan_cli("ingest", str(log), "--db", str(roomy), "--format", FORMAT)
+    assert r.returncode == 0, r.stderr
+    assert _store_is_consistent(roomy) == total
+
+
+# --- Versions of the store ------------------------------------------------------------------------
+V4 = Path(__file__).parent / "data" / "store_v4.duckdb.gz"
+
+
+def _v4_store(tmp_path: Path) -> Path:
+    """A store written by logan's store version 4 (tests/data/README.md says how it was
+    made): 300 Puppet requests and a reject from source `puppet`, 100 HAProxy ones from
+    `lb`."""
+    db = tmp_path / "v4.duckdb"
+    with gzip.open(V4, "rb") as src, db.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return db
+
+
+def test_a_store_of_the_previous_version_is_read_then_migrated_in_place(tmp_path):
+    db = _v4_store(tmp_path)
+    r = logan_cli(
+        "sql", "--db", str(db), "-o", "csv", "SELECT source, count(*) n FROM requests GROUP BY 1 ORDER BY 1"
+    )
+    assert r.returncode == 0 and r.stdout.splitlines()[1:] == ["lb,100", "puppet,300"]
+    log = tmp_path / "new.log"
+    log.write_text("".join(line(n) for n in range(10)))
+    r = logan_cli("ingest", str(log), "--db", str(db), "--format", FORMAT, "--label", "new")
+    assert r.returncode == 0, r.stderr
+    st = logan.open(db, read_only=True)
+    counts = dict(st.sql("SELECT source, count(*) n FROM requests GROUP BY 1").values.tolist())
+    assert counts == {"lb": 100, "puppet": 300, "new": 10}
+    assert st.sql("SELECT count(*) n FROM rejects")["n"][0] == 1
+    assert st.sql("SELECT value FROM logan_meta WHERE key = 'schema_version'")["value"][0] == "5"
+    assert st.sql("SELECT count(*) n FROM files")["n"][0] == 1  # the registry is there now
+    st.close()
+
+
+def test_a_store_of_a_newer_logan_is_refused_untouched(tmp_path):
+    db = _v4_store(tmp_path)
+    import duckdb
+
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE logan_meta SET value = '99' WHERE key = 'schema_version'")
+    con.close()
+    before = db.read_bytes()
+    r = logan_cli("ingest", str(Path(__file__).parents[1] / "sample_logs" / "haproxy.log"), "--db", str(db))
+    assert r.returncode == 2 and "newer logan" in r.stderr and "Traceback" not in r.stderr
+    assert db.read_bytes() == before
+
+
+# --- Retention ------------------------------------------------------------------------------------
+def test_prune_drops_old_requests_with_their_events_and_rejects(tmp_path):
+    db = tmp_path / "s.duckdb"
+    st = logan.open(db)
+    haproxy = Path(__file__).parents[1] / "sample_logs" / "haproxy.log"
+    ingest([str(haproxy)], store=st)
+    garbage = tmp_path / "bad.log"
+    garbage.write_text(line(1) + "garbage\n")
+    ingest([str(garbage)], store=st, format=FORMAT)
+    ts = st.sql("SELECT ts_start FROM requests WHERE source LIKE '%haproxy.log'")["ts_start"]
+    ev = st.sql("SELECT ts FROM events")["ts"]
+    cut = ts.sort_values().iloc[len(ts) // 2]
+    pruned = st.prune(cut.to_pydatetime())
+    # independently: what pandas counts before the cut
+    assert pruned.requests == int((ts < cut).sum()) + 1  # and the 2013-11-05 19:00:01 line of bad.log
+    assert pruned.events == int((ev < cut).sum())
+    assert pruned.rejects == 1  # bad.log's: none of its requests is left
+    left = st.sql("SELECT min(ts_start) lo, count(*) n FROM requests")
+    assert left["lo"][0] >= cut and left["n"][0] == int((ts >= cut).sum())
+    st.close()
+    assert run([garbage], db).lines == 0  # a pruned file is not read again
+
+
+def test_a_store_pruned_every_night_keeps_a_steady_size(tmp_path):
+    db = tmp_path / "s.duckdb"
+    sizes = []
+    for day in range(9):
+        log = tmp_path / f"day{day}.log"
+        with log.open("w") as fh:
+            for n in range(day * 60_000, (day + 1) * 60_000):
+                fh.write(line(n).replace("05/Nov/2013:19", f"{5 + day:02d}/Nov/2013:{n // 3600 % 24:02d}"))
+        st = logan.open(db)
+        ingest([str(log)], store=st, format=FORMAT)
+        st.prune(datetime(2013, 11, 5 + day - 2))  # keep the last three days
+        st.close()
+        sizes.append(db.stat().st_size)
+        log.unlink()
+    assert numbers(db)[0] == 6 * 60_000  # days 6, 7, 8 left
+    # once three days are held, the file goes up and down as blocks are freed and reused,
+    # but does not grow: the last days need no more room than the days before
+    assert max(sizes[6:]) <= max(sizes[3:6]), sizes
+
+
+# --- Follow ---------------------------------------------------------------------------------------
+def test_follow_keeps_the_store_current_through_a_rotation_and_stops_cleanly(tmp_path):
+    log, db = tmp_path / "access.log", tmp_path / "s.duckdb"
+    log.write_text("".join(line(n) for n in range(100)))
+    proc = subprocess.Popen(
+        ["logan", "ingest", "--follow", "--interval", "0.3", str(tmp_path / "access.log*"), "--db", str(db),
+         "--format", FORMAT],
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+
+        def held() -> int:
+            if not db.exists():
+                return 0
+            r = logan_cli("sql", "--db", str(db), "-o", "csv", "SELECT count(*) AS n FROM requests")
+            return int(r.stdout.splitlines()[1]) if r.returncode == 0 else 0
+
+        def wait_for(n: int) -> None:
+            deadline = time.time() + 60
+            while held() != n and time.time() < deadline:
+                time.sleep(0.3)
+            assert held() == n
+
+        wait_for(100)  # read while it runs: a reader gets in between two rounds
+        with log.open("a") as fh:
+            fh.write("".join(line(n) for n in range(100, 150)))
+        wait_for(150)
+        log.rename(tmp_path / "access.log.1")
+        with (tmp_path / "access.log.1").open("a") as fh:
+            fh.write(line(150))  # written to the old file before the server reopens
+        log.write_text(line(151) + line(152))
+        wait_for(153)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        err = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 0, err
+    assert "every batch read is committed" in err
+    assert numbers(db) == list(range(153))
