@@ -58,10 +58,12 @@ def store_of(rows: int, base: Path) -> Path:
         return db
     shutil.copy(base, db)
     with open_store(db) as store:
+        # from the base file, not from the table being added to (its copies would be copied)
+        store.con.execute("ATTACH ? AS base (READ_ONLY)", [str(base)])
         for day in range(1, copies):
             store.con.execute(
                 "INSERT INTO requests_data SELECT * REPLACE (ts_start + to_days(?) AS ts_start, "
-                "ts_end + to_days(?) AS ts_end) FROM requests_data WHERE ingest_id = 1",
+                "ts_end + to_days(?) AS ts_end) FROM base.requests_data",
                 [day, day],
             )
     return db
