@@ -20,6 +20,8 @@ from logan.cli.cache import EXAMPLES as CACHE_EXAMPLES
 from logan.cli.cache import cache_command
 from logan.cli.compare import EXAMPLES as COMPARE_EXAMPLES
 from logan.cli.compare import compare_command
+from logan.cli.export import EXAMPLES as EXPORT_EXAMPLES
+from logan.cli.export import export_command
 from logan.cli.formats import formats_command
 from logan.cli.incidents import EXAMPLES as INCIDENTS_EXAMPLES
 from logan.cli.incidents import incidents_command
@@ -64,6 +66,7 @@ app.command("nightly", epilog=NIGHTLY_EXAMPLES)(nightly_command)
 app.command("compare", epilog=COMPARE_EXAMPLES)(compare_command)
 app.command("plot", epilog=PLOT_EXAMPLES)(plot_command)
 app.command("cache", epilog=CACHE_EXAMPLES)(cache_command)
+app.command("export", epilog=EXPORT_EXAMPLES)(export_command)
 
 
 def _version(show: bool) -> None:

@@ -5,18 +5,28 @@ at (the filters). One declaration each, so every command spells and explains the
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Callable, Collection
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from logan.answer.filters import filter_sql
-from logan.answer.inputs import ReadOptions
+from logan.answer.inputs import ReadOptions, requests_of
 from logan.errors import LoganError
 from logan.read.classify import PROFILES, load_rules
+from logan.read.ingest import IngestSummary
 from logan.show.console import Fit
 from logan.show.writers import OUTPUTS, Output
 
+EngineOpt = Annotated[str, typer.Option("--engine", help="duckdb (FILES or --db) | spark (--data)")]
+DataOpt = Annotated[
+    str | None, typer.Option("--data", help="Parquet folder for --engine spark (logan export, ingest --to)")
+]
+MasterOpt = Annotated[
+    str | None, typer.Option("--master", help="Spark master: local[*] (default), spark://, yarn, k8s://")
+]
 FilesArg = Annotated[list[str] | None, typer.Argument(help="log files to read into a temporary store")]
 StoreOpt = Annotated[Path | None, typer.Option("--db", help="DuckDB store file")]
 
@@ -140,3 +150,33 @@ def format_from_options(
     from logan.read.nginx_conf import format_from_nginx_conf
 
     return format_from_nginx_conf(nginx_conf, log_format_name), "nginx"
+
+
+def rows_source(
+    engine: str,
+    data: str | None,
+    master: str | None,
+    files: list[str] | None,
+    db: Path | None,
+    keep: Collection[str] | None,
+    read: ReadOptions,
+    on_read: Callable[[IngestSummary], None] | None,
+    path_glob: str | None = None,
+) -> AbstractContextManager:
+    """The rows an answer reads: a DuckDB store (FILES, --db) or a Parquet folder on Spark
+    (--engine spark --data DIR); the context gives an object whose `con` the answers take."""
+    if engine == "duckdb":
+        if data is not None or master is not None:
+            raise LoganError("--data and --master are for --engine spark; DuckDB reads FILES or --db")
+        return requests_of(files, db, keep, read, on_read=on_read)
+    if engine != "spark":
+        raise LoganError(f"--engine {engine!r}: use duckdb or spark")
+    if files or db is not None:
+        raise LoganError("--engine spark reads --data DIR (logan export --db STORE --to DIR writes one)")
+    if data is None:
+        raise LoganError("--engine spark needs --data DIR (logan export --db STORE --to DIR writes one)")
+    from logan.engines.spark import spark_store
+    from logan.engines.transpile import check_glob
+
+    check_glob(path_glob)
+    return spark_store(data, master)

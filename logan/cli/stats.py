@@ -10,7 +10,6 @@ from typing import Annotated
 import typer
 
 from logan.answer import stats as st
-from logan.answer.inputs import requests_of
 from logan.cli import options as opt
 from logan.errors import EXIT_PARTIAL
 from logan.read.ingest import IngestSummary
@@ -59,12 +58,16 @@ def stats_command(
     nginx_conf: opt.NginxConfOpt = None,
     log_format_name: opt.LogFormatNameOpt = None,
     keep_going: opt.KeepGoingOpt = False,
+    engine: opt.EngineOpt = "duckdb",
+    data: opt.DataOpt = None,
+    master: opt.MasterOpt = None,
 ) -> None:
     """Where the time goes: requests, total time, share and percentiles per group.
 
     Given FILES, they are read into a temporary store first (into --db when given too).
     --view shows one view instead: percentiles (ab), histogram (hey), slowest requests,
     pareto and apdex (needs --slo) per --by, cache (the GET/HEAD endpoints worth caching).
+    --engine spark --data DIR answers the same from Parquet on Spark (docs/spark.md).
     """
     format, dialect = opt.format_from_options(format, dialect, nginx_conf, log_format_name)
     shown = opt.output(output, out, wide, columns, raw)
@@ -75,7 +78,8 @@ def stats_command(
     read = opt.read_options(format, dialect, tz, profile, rules, trusted_proxy, keep_going)
     keep = st.columns_read(by, view, slo_us, **filters)  # all a store made for this answer needs
     summaries: list[IngestSummary] = []
-    with requests_of(files, db, keep, read, on_read=summaries.append) as store:
+    rows = opt.rows_source(engine, data, master, files, db, keep, read, summaries.append, path)
+    with rows as store:
         for s in summaries:
             said_read(s)
         a = st.answer(store.con, by, sort, opt.top(top, shown), view, slo_us, shown.human, **filters)

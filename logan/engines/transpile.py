@@ -1,0 +1,231 @@
+"""The views of queries/ (DuckDB SQL) as Spark SQL: sqlglot's translation, plus the rules
+for where the two dialects differ in meaning and sqlglot keeps the text alike.
+
+sqlglot does the grammar (types, `[1]` -> `[0]` list indexes, NULLS LAST where the
+defaults differ). The rules below fix what it translates word for word but would mean
+something else on Spark:
+
+- `quantile_cont` is computed exactly as DuckDB does from the sorted values (see
+  _percentile: Spark's exact `percentile` picks the same two values but rounds its
+  interpolation differently), never the approximate `percentile_approx`;
+- a decimal literal (`1.0`) is a DOUBLE: Spark averages DECIMAL(2,1) to DECIMAL(6,5) and
+  would round a share to five digits, where DuckDB's avg gives a DOUBLE;
+- `regexp_replace` without the `g` flag replaces the first match in DuckDB, every match
+  in Spark: the first-only form is anchored to the first match;
+- `date_diff` counts unit boundaries crossed in DuckDB, whole units elapsed in Spark's
+  timestampdiff: both ends are truncated to the unit first;
+- `epoch_us`, `epoch_ms`, `epoch`, `time_bucket` (DuckDB's origin, 2000-01-03) and
+  `to_microseconds` become integer microsecond arithmetic;
+- `x GLOB p` becomes LIKE (`*` and `?`; a `[...]` class has no LIKE form, see
+  check_glob);
+- `main.requests` (DuckDB's default schema) is the session's `requests`; the catalog
+  table function `duckdb_columns()` is a view the Spark connection registers.
+
+A construct with no faithful Spark form raises NotPortable: a view is then kept as a
+reviewed variant in queries/spark/ (logan.engines.spark.view_sql), never a silent change.
+"""
+
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+
+from logan import schema
+from logan.errors import LoganError
+
+# DuckDB's time_bucket counts buckets of less than a month from Monday 2000-01-03 UTC.
+_BUCKET_ORIGIN_US = 946_857_600_000_000
+_UNIT_US = {
+    "MICROSECOND": 1,
+    "MILLISECOND": 1_000,
+    "SECOND": 1_000_000,
+    "MINUTE": 60_000_000,
+    "HOUR": 3_600_000_000,
+    "DAY": 86_400_000_000,
+    "WEEK": 7 * 86_400_000_000,
+}
+
+
+class NotPortable(LoganError):
+    """A DuckDB construct with no Spark form of the same meaning."""
+
+
+def to_spark(sql: str) -> str:
+    """DuckDB SQL (one statement, `?` parameters) as Spark SQL of the same meaning."""
+    try:
+        tree = sqlglot.parse_one(sql, read="duckdb")
+    except sqlglot.errors.ParseError as exc:
+        raise NotPortable(f"sqlglot cannot read the SQL: {str(exc).splitlines()[0]}") from None
+    tree = tree.transform(_rule)
+    return tree.sql(dialect="spark", comments=False)
+
+
+def _rule(node: exp.Expression) -> exp.Expression:
+    for kind, rule in _RULES:
+        if isinstance(node, kind):
+            return rule(node)
+    if isinstance(node, exp.Anonymous):
+        name = str(node.this).lower()
+        if name in _FUNCTIONS:
+            return _FUNCTIONS[name](*node.expressions)
+    return node
+
+
+def _spark(template: str, **parts: exp.Expression) -> exp.Expression:
+    """A Spark expression from `template`, its placeholder columns (a, b, ...) replaced by
+    the given parts."""
+    tree = sqlglot.parse_one(template, read="spark")
+
+    def put(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and not node.table and node.name in parts:
+            return parts[node.name].copy()
+        return node
+
+    return tree.transform(put)
+
+
+def _double_literal(node: exp.Literal) -> exp.Expression:
+    text = str(node.this)
+    if node.is_string or not any(c in text for c in ".eE"):
+        return node
+    return exp.Cast(this=node, to=exp.DataType.build("DOUBLE"))
+
+
+# DuckDB's quantile_cont: with the values sorted, pos = (n - 1) * q, d = pos - floor(pos),
+# lo and hi the values at floor(pos) and ceil(pos): lo * (1 - d) + hi * d in doubles, the
+# first product fused with the sum (DuckDB's build contracts it to one multiply-add: on
+# 400 random cases, fma(lo, 1 - d, hi * d) is DuckDB's answer every time, the unfused
+# formula 366 times). Spark's `percentile` picks the same two values but weighs them
+# (ceil(pos) - pos) and d, unfused, and differs in the last bit (3734.4399999999996
+# against 3734.44): so the translation takes the values from the sorted list and computes
+# DuckDB's formula, the multiply-add with Java's Math.fma. The list is bound once
+# (`transform(array(list), ...)`), the fractions run over it.
+_POS = "((size(logan_s) - 1) * logan_q)"
+_D = f"({_POS} - floor({_POS}))"
+_AT = "CAST(logan_s[CAST({f}(" + _POS + ") AS INT)] AS DOUBLE)"
+_INTERPOLATED = (
+    f"CAST(java_method('java.lang.Math', 'fma', {_AT.format(f='floor')}, 1.0D - {_D},"
+    f" {_AT.format(f='ceil')} * {_D}) AS DOUBLE)"
+)
+
+
+def _percentile(node: exp.PercentileCont) -> exp.Expression:
+    if node.args.get("expression") is None:  # percentile_cont(p) WITHIN GROUP: already Spark's
+        return node
+    fractions = node.expression.transform(lambda n: _double_literal(n) if isinstance(n, exp.Literal) else n)
+    if isinstance(fractions, exp.Array):
+        value = f"transform(b, logan_q -> {_INTERPOLATED})"
+    else:
+        value = f"transform(array(b), logan_q -> {_INTERPOLATED})[0]"
+    return _spark(
+        f"transform(array(array_sort(collect_list(a))), logan_s -> IF(size(logan_s) = 0, NULL, {value}))[0]",
+        a=node.this, b=fractions,
+    )  # fmt: skip
+
+
+def _regexp_replace(node: exp.RegexpReplace) -> exp.Expression:
+    flags = node.args.get("modifiers")
+    flags_text = flags.name if isinstance(flags, exp.Literal) else ""
+    if flags is not None and not isinstance(flags, exp.Literal):
+        raise NotPortable("regexp_replace with computed flags")
+    if set(flags_text) - {"g"}:
+        raise NotPortable(f"regexp_replace flags {flags_text!r} (only 'g' has a Spark form)")
+    pattern, replacement = node.expression, node.args["replacement"]
+    if "g" in flags_text:
+        return _spark("regexp_replace(a, b, c)", a=node.this, b=pattern, c=replacement)
+    plain = isinstance(replacement, exp.Literal) and not set(replacement.name) & {"\\", "$"}
+    if not plain:
+        raise NotPortable("regexp_replace of the first match with back references")
+    # The lazy prefix stops at the leftmost match, which is the one DuckDB replaces; anchored
+    # at ^, the pattern cannot match a second time.
+    return _spark(
+        "regexp_replace(a, concat('(?s)^(.*?)(?:', b, ')'), concat('$1', c))",
+        a=node.this, b=pattern, c=replacement,
+    )  # fmt: skip
+
+
+def _date_diff(node: exp.DateDiff) -> exp.Expression:
+    unit = (node.text("unit") or "DAY").upper().rstrip("S")
+    if unit not in _UNIT_US and unit not in ("MONTH", "QUARTER", "YEAR"):
+        raise NotPortable(f"date_diff by {unit}")
+    start, end = node.expression, node.this
+    return _spark(f"timestampdiff({unit}, date_trunc('{unit}', a), date_trunc('{unit}', b))", a=start, b=end)
+
+
+def _time_bucket(node: exp.DateBin) -> exp.Expression:
+    width = node.this
+    if not isinstance(width, exp.Interval) or node.args.get("origin") is not None:
+        raise NotPortable("time_bucket needs a constant interval and DuckDB's origin")
+    unit = width.text("unit").upper().rstrip("S")
+    if unit not in _UNIT_US or not width.this.name.isdigit():
+        raise NotPortable(f"time_bucket by {width.sql('duckdb')}")
+    us = int(width.this.name) * _UNIT_US[unit]
+    return _spark(
+        f"timestamp_micros(unix_micros(a) - pmod(unix_micros(a) - {_BUCKET_ORIGIN_US}, {us}))",
+        a=node.expression,
+    )
+
+
+def _glob(node: exp.Glob) -> exp.Expression:
+    # \ % _ are LIKE's own: escaped first; then * and ? become % and _
+    return _spark(
+        "a LIKE replace(replace(replace(replace(replace(b, '\\\\', '\\\\\\\\'), '%', '\\\\%'),"
+        " '_', '\\\\_'), '*', '%'), '?', '_')",
+        a=node.this, b=node.expression,
+    )  # fmt: skip
+
+
+def _table(node: exp.Table) -> exp.Expression:
+    if isinstance(node.this, exp.Anonymous) and str(node.this.this).lower() == "duckdb_columns":
+        return exp.Table(this=exp.to_identifier("duckdb_columns"), alias=node.args.get("alias"))
+    if node.text("db").lower() == "main" and not node.text("catalog"):
+        node = node.copy()
+        node.set("db", None)
+    return node
+
+
+_FUNCTIONS = {
+    "epoch_us": lambda a: _spark("unix_micros(a)", a=a),
+    "to_microseconds": lambda a: _spark(
+        "make_dt_interval(0, 0, 0, CAST(a AS DECIMAL(18, 0)) / 1000000)",
+        a=a,
+    ),
+}
+
+
+# The timestamps of `requests` (logan/schema.py): what `epoch_ms(x)` is given decides its
+# meaning in DuckDB (a timestamp: its milliseconds, rounded; a number: the timestamp), and
+# sqlglot reads it as the second whatever x is.
+_TIMESTAMPS = {name for name, typ in schema.REQUEST_TYPES.items() if typ == "TIMESTAMP"}
+
+
+def _epoch_ms(node: exp.UnixToTime) -> exp.Expression:
+    scale = node.args.get("scale")
+    of_timestamp = any(c.name in _TIMESTAMPS for c in node.this.find_all(exp.Column))
+    if isinstance(scale, exp.Literal) and scale.name == "3" and of_timestamp:
+        # DuckDB rounds half away from zero; Spark's unix_millis truncates
+        return _spark("CAST(round(CAST(unix_micros(a) AS DECIMAL(20, 0)) / 1000, 0) AS BIGINT)", a=node.this)
+    return node
+
+
+def _epoch(node: exp.TimeToUnix) -> exp.Expression:
+    return _spark("unix_micros(a) / 1000000.0D", a=node.this)
+
+
+_RULES: list[tuple[type, object]] = [
+    (exp.PercentileCont, _percentile),
+    (exp.Literal, _double_literal),
+    (exp.RegexpReplace, _regexp_replace),
+    (exp.DateDiff, _date_diff),
+    (exp.DateBin, _time_bucket),
+    (exp.Glob, _glob),
+    (exp.TimeToUnix, _epoch),
+    (exp.UnixToTime, _epoch_ms),
+    (exp.Table, _table),
+]
+
+
+def check_glob(pattern: str | None) -> None:
+    """A --path glob Spark's LIKE can read: `*` and `?`, no `[...]` class."""
+    if pattern is not None and "[" in pattern:
+        raise LoganError(f"--path {pattern!r}: a [...] class is read by DuckDB only; use * and ? on Spark")
