@@ -167,6 +167,52 @@ def test_sections_this_version_lacks_say_so(con):
     assert page.count(rp.NOT_AVAILABLE) == len(lacking) == text.count(rp.NOT_AVAILABLE)
 
 
+# --- What got slower, what a cache would save ----------------------------------------------
+def test_slower_names_the_endpoint_made_slower_against_the_day_before():
+    rng = np.random.default_rng(3)
+    frames = []
+    for day, slow in ((DAY - timedelta(1), 1.0), (DAY, 2.0)):  # catalog twice as slow on DAY
+        start = datetime.combine(day, datetime.min.time())
+        for name, median_us, factor in (("catalog", 200_000, slow), ("node", 30_000, 1.0)):
+            n = 400
+            frames.append(pd.DataFrame({
+                "ts_start": [start + timedelta(seconds=float(s)) for s in rng.uniform(0, 86_000, n)],
+                "duration_us": rng.lognormal(np.log(median_us * factor), 0.4, n).astype("int64"),
+                "status": 200, "method": "GET", "indirector": name, "path": f"/x/{name}",
+            }))  # fmt: skip
+    rows = pd.concat(frames, ignore_index=True)
+    store = open_store(None)
+    append_requests(store.con, rows)
+    report = rp.build_report(store.con, rp.day_period(DAY, "UTC"), rp.ReportOptions(charts=False), ["slower"])
+    table = report.section("slower").tables[0].frame
+    assert table[["indirector", "verdict"]].values.tolist() == [["catalog", "regression"]]  # node: not
+    day = rows[(rows.indirector == "catalog") & (rows.ts_start >= datetime.combine(DAY, datetime.min.time()))]
+    assert table["b_p95_us"][0] == pytest.approx(np.percentile(day.duration_us, 95))
+    assert report.section("slower").verdict == "1 slower, 0 faster"
+    store.close()
+
+
+def test_cache_saving_replays_a_key_asked_every_10_s_through_a_60_s_cache():
+    # one URL every 10 s for 10 min, 100 ms each: a copy lands 0.1 s after a miss and is
+    # fresh for 60 s, so each miss is followed by 6 hits (by hand: misses at 0, 70, 140, ...,
+    # 560 s: 9 of 60 requests)
+    start = datetime.combine(DAY, datetime.min.time()) + timedelta(hours=12)
+    rows = pd.DataFrame({
+        "ts_start": [start + timedelta(seconds=10 * i) for i in range(60)],
+        "duration_us": 100_000, "status": 200, "method": "GET", "indirector": "file_metadata",
+        "route": "/x/{name}", "path": "/x/a", "bytes_sent": 300,
+    })  # fmt: skip
+    store = open_store(None)
+    append_requests(store.con, rows)
+    report = rp.build_report(
+        store.con, rp.day_period(DAY, "UTC"), rp.ReportOptions(charts=False), ["cache_saving"]
+    )
+    table = report.section("cache_saving").tables[0].frame
+    assert table["backend_requests"].tolist() == [9]
+    assert table["hit_ratio"].tolist() == [pytest.approx(51 / 60)]
+    store.close()
+
+
 # --- Ingest health ------------------------------------------------------------------------
 def test_health_counts_rejects_by_reason_and_sees_a_source_go_missing(tmp_path):
     good = [f'192.0.2.{i} - - [23/Nov/2026:10:{i:02d}:00 +0000] "GET /p HTTP/1.1" 200 5 {i * 100} "-" "ua"'

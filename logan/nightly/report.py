@@ -3,9 +3,8 @@ connection, the period and the report's options that returns a Section (title, k
 or tables, an optional chart, a one-line verdict). logan.show.report_html and
 logan.show.report_text render a Report; neither computes anything.
 
-SECTIONS is the one registry. A section whose answer this version does not have yet
-(what got slower, the simulated cache saving) is listed without a function and
-renders as "not available in this version": plugging it in is giving it its function.
+SECTIONS is the one registry. A section listed without a function renders as "not
+available in this version": plugging one in is giving it its function.
 """
 
 from __future__ import annotations
@@ -261,6 +260,55 @@ def incidents_section(con: duckdb.DuckDBPyConnection, period: Period, options: R
     return section
 
 
+SLOWER_KINDS = {"a_requests": "count", "b_requests": "count", "a_p95_us": "us", "b_p95_us": "us",
+                "ratio_p95": "ratio", "delta_total_us": "us"}  # fmt: skip
+
+
+def slower_section(con: duckdb.DuckDBPyConnection, period: Period, options: ReportOptions) -> Section:
+    """What got slower or faster than the day before, beyond noise (logan.answer.compare:
+    a Mann-Whitney U test per group; A is the day before, B the day)."""
+    from logan.answer.compare import compare
+
+    section = Section("slower", "What got slower or faster", "nothing changed beyond noise")
+    before = period.days_before(1)
+    found = compare(con, by=options.by, a_since=before.start, a_until=before.end,
+                    b_since=period.start, b_until=period.end)  # fmt: skip
+    changed = found[found["verdict"].isin(["regression", "improvement"])]
+    if changed.empty:
+        return section
+    dims = st.dimension_columns(options.by)
+    cols = [*dims, "verdict", *(c for c in SLOWER_KINDS if c in changed.columns)]
+    table = changed[cols].head(options.top).reset_index(drop=True)
+    section.tables.append(Table("against the day before (A: that day, B: this one)", table, SLOWER_KINDS))
+    slower = int((changed["verdict"] == "regression").sum())
+    section.verdict = f"{slower} slower, {len(changed) - slower} faster"
+    return section
+
+
+SAVING_KINDS = {"requests": "count", "hit_ratio": "share", "backend_requests": "count", "total_us": "us",
+                "saved_us": "us", "saved_share": "share"}  # fmt: skip
+
+
+def cache_saving_section(con: duckdb.DuckDBPyConnection, period: Period, options: ReportOptions) -> Section:
+    """What a shared cache with a 60 s TTL would have answered and saved, per group
+    (logan.answer.cache: the requests replayed through a modelled cache)."""
+    from logan.answer.cache import cache
+
+    section = Section("cache_saving", "Simulated cache saving", "nothing a cache could answer")
+    by = next((b for b in options.by if b in ("route", "indirector")), "route")
+    try:
+        answer = cache(con, by=by, ttl="60s", top=options.top, **period.filters())
+    except LoganError as exc:  # no request a cache keeps, or the replay not built
+        section.verdict = str(exc)
+        return section
+    if answer.table.empty:
+        return section
+    cols = [by, "ttl_s", *(c for c in SAVING_KINDS if c in answer.table.columns)]
+    section.tables.append(Table("one shared cache, 60 s TTL", answer.table[cols], SAVING_KINDS))
+    section.verdict = answer.headline.splitlines()[0]
+    return section
+
+
 HEALTH_KINDS = {"lines": "count", "rows": "count", "rejects": "count", "requests": "count", "newest": "time"}
 
 
@@ -333,10 +381,10 @@ class SectionSpec:
 SECTIONS: list[SectionSpec] = [
     SectionSpec("headline", "The day in figures", headline_section),
     SectionSpec("incidents", "Incidents", incidents_section),
-    SectionSpec("slower", "What got slower or faster", None),  # logan.answer.compare
+    SectionSpec("slower", "What got slower or faster", slower_section),
     SectionSpec("time", "Where the time went", time_section),
     SectionSpec("cache", "Cache candidates", cache_section),
-    SectionSpec("cache_saving", "Simulated cache saving", None),  # logan.answer.cache_sim
+    SectionSpec("cache_saving", "Simulated cache saving", cache_saving_section),
     SectionSpec("requesters", "Requesters that grew", requesters_section),
     SectionSpec("health", "Ingest health", health_section),
 ]

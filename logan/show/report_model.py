@@ -84,7 +84,7 @@ class Figure:
 class Table:
     caption: str
     frame: pd.DataFrame
-    kinds: dict[str, str] = field(default_factory=dict)  # column -> us | count | share | time
+    kinds: dict[str, str] = field(default_factory=dict)  # column -> us | count | share | ratio | time
 
 
 @dataclass

@@ -21,7 +21,7 @@ FORMS = ("html", "markdown", "text")
 
 
 def cell(value: object, kind: str | None) -> str:
-    """A value as the report writes it: 1.2 s, 7.1M, 4.5%, 2026-11-23 04:10 UTC."""
+    """A value as the report writes it: 1.2 s, 7.1M, 4.5%, ×1.40, 2026-11-23 04:10 UTC."""
     if missing(value):
         return "-"
     if kind == "us":
@@ -30,6 +30,8 @@ def cell(value: object, kind: str | None) -> str:
         return format_count(value)
     if kind == "share":
         return f"{float(value) * 100:.1f}%"
+    if kind == "ratio":
+        return f"×{float(value):.2f}"
     if kind == "time":
         return f"{value:%Y-%m-%d %H:%M} UTC"
     return str(value)
