@@ -7,7 +7,8 @@ more, on demand (the normal suite reads a few thousand).
 Lines are real ones (sample logs, the corpus) mutated as tests/fuzzing.py says, written in
 chunks; each chunk is read by the C split, the SQL split and the regex, and all three must
 give the same rows and rejects, with rows + rejects + events = lines. Prints the volume
-reached and the time; exits 1 at the first disagreement, with the chunk kept to replay.
+reached and the time; exits 1 at the first disagreement, with the chunk kept to replay
+(in benchmarks/data/fuzz/).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from conftest import reading_with  # noqa: E402
 from fuzzing import SEEDS, check_counts, hostile_lines, read, seed_lines  # noqa: E402
 
 CHUNK = 100_000
+# where a chunk the readers disagree on is kept, to replay (not in the repository)
+KEPT = Path(__file__).resolve().parent / "data" / "fuzz"
 
 
 def fuzz(dialect: str, lines: int, seed: int, work: Path) -> int:
@@ -46,7 +49,8 @@ def fuzz(dialect: str, lines: int, seed: int, work: Path) -> int:
                 pd.testing.assert_frame_equal(req, req2, obj=f"rows by {reader}")
                 pd.testing.assert_frame_equal(rej, rej2, obj=f"rejects by {reader}")
             except AssertionError:
-                kept = Path.cwd() / path.name
+                kept = KEPT / path.name
+                KEPT.mkdir(parents=True, exist_ok=True)
                 kept.write_bytes(path.read_bytes())
                 print(f"{dialect}: the {reader} reader disagrees on {kept}", file=sys.stderr)
                 raise

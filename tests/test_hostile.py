@@ -46,6 +46,30 @@ def test_mutated_lines_are_counted_and_read_alike_by_every_reader(tmp_path, monk
         pd.testing.assert_frame_equal(rej, rej2, obj=f"rejects by {reader}")
 
 
+# Found by the fuzzer at volume: a control character inside a fixed-width time, which
+# strptime skips ("19:00:5\v" read as 19:00:05) where the regex and the C split refuse it.
+FOUND_AT_VOLUME = [
+    ("nginx:timed", b'10.0.32.14 - - [05/Nov/2013:19:00:5\x0b +0000] "GET /p HTTP/1.1" 200 379 "-" "Ruby"'
+                    b" 0.010 0.009 MISS"),
+    ("nginx:timed", b'10.0.32.14 - - [05/N\x0bv/2013:19:00:05 +0000] "GET /p HTTP/1.1" 200 379 "-" "Ruby"'
+                    b" 0.010 0.009 MISS"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("fmt,line", FOUND_AT_VOLUME)
+def test_lines_the_fuzzer_found_are_read_alike_by_every_reader(tmp_path, monkeypatch, fmt, line):
+    path = tmp_path / "found.log"
+    good = line.replace(b"\x0b", b"0", 1)  # the same line as written, to show it is read
+    path.write_bytes(good + b"\n" + line + b"\n")
+    s, req, rej = read(path, fmt)
+    assert (s.rows, s.rejects) == (1, 1)
+    for reader in ("sql", "regex"):
+        with reading_with(monkeypatch, reader):
+            _, req2, rej2 = read(path, fmt)
+        pd.testing.assert_frame_equal(req, req2, obj=f"rows by {reader}")
+        pd.testing.assert_frame_equal(rej, rej2, obj=f"rejects by {reader}")
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=HEALTH)
 @given(
     dialect=hs.sampled_from(["apache", "nginx", "varnish", "haproxy"]),

@@ -15,6 +15,7 @@ columns, classification) is one shared SQL projection.
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import dataclass, field, replace
 
 from logan import schema
@@ -495,8 +496,23 @@ def _shape_sql(value: str, x: str) -> str | None:
         brackets = f"starts_with({x}, '[') AND ends_with({x}, ']') AND length({x}) > 2"
         return f"({brackets} AND NOT contains({inner}, ']'))"
     if value in ("clf_time_bare", "hap_date"):  # fixed width: 05/Nov/2013:19:00:00 +0000, ...:00.022
-        return f"length({x}) = {26 if value == 'clf_time_bare' else 24}"
+        # every digit where the regex has \d (strptime would take "5\v" for a second), a word
+        # for the month
+        digits = f"translate({x}, '123456789', '000000000')"
+        tails = (
+            ("/0000:00:00:00 +0000", "/0000:00:00:00 -0000")
+            if value == "clf_time_bare"
+            else ("/0000:00:00:00.000",)
+        )
+        month = f"translate(substr({x}, 4, 3), {sql_str(_WORD_CHARS)}, '') = ''"
+        return (
+            f"(length({x}) = {26 if value == 'clf_time_bare' else 24} AND substr({digits}, 1, 3) = '00/' "
+            f"AND substr({digits}, 7) IN ({', '.join(sql_str(t) for t in tails)}) AND {month})"
+        )
     return None
+
+
+_WORD_CHARS = string.ascii_letters + string.digits + "_"  # what the regex's \w takes
 
 
 # nginx $upstream_* lists ("0.100, 0.004 : 0.010") hold spaces in an unquoted stretch. For
