@@ -6,7 +6,11 @@ same checks over a million and more (docs/reliability.md has the volume reached)
 
 from __future__ import annotations
 
+import os
 import random
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -141,6 +145,52 @@ def test_an_empty_file_and_a_directory(tmp_path, ingest_text):
     s = ingest([str(d)], format="combined_D", profile="none")
     assert (s.lines, s.rows) == (3, 3)
     assert s.store.sql("SELECT sum(duration_us) AS d FROM requests")["d"][0] == 6000
+
+
+def _as_non_root() -> list[str]:
+    """The prefix that runs a command without the power to read every file: nothing for a
+    user, and for root the same root without CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH (the
+    capabilities that let root read a mode-000 file); the interpreter under /root stays
+    reachable, which running as `nobody` would not allow."""
+    if os.geteuid() != 0:
+        return []
+    if not shutil.which("setpriv"):
+        pytest.skip("running as root and util-linux's setpriv is not here to drop the read capabilities")
+    return ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
+
+
+def _logan_as_non_root(*args: str) -> subprocess.CompletedProcess:
+    cmd = [*_as_non_root(), sys.executable, "-m", "logan", *args, "--format", "combined_D"]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def test_an_unreadable_file_is_named_and_nothing_is_written(tmp_path):
+    good = tmp_path / "a.log"
+    good.write_bytes(_line() + b"\n")
+    bad = tmp_path / "b.log"
+    bad.write_bytes(_line(2000) + b"\n")
+    bad.chmod(0)
+    db = str(tmp_path / "s.duckdb")
+    for args in (
+        ["ingest", str(good), str(bad), "--db", db],
+        ["ingest", str(tmp_path), "--db", db],
+        ["stats", str(bad)],
+    ):
+        r = _logan_as_non_root(*args)
+        assert r.returncode == 2, r.stderr
+        assert r.stderr.strip() == f"logan: cannot read {bad}: permission denied"
+        assert not Path(db).exists()  # refused before anything was read: no half store
+    bad.chmod(0o644)  # the same command once the file is readable: both files read
+    r = _logan_as_non_root("ingest", str(good), str(bad), "--db", db)
+    assert r.returncode == 0, r.stderr
+    assert _stored_rows(Path(db)) == 2
+
+
+def _stored_rows(db: Path) -> int:
+    import duckdb
+
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute("SELECT count(*) FROM requests").fetchone()[0]
 
 
 def test_haproxy_quotes_inside_a_sample_fetch_capture(tmp_path):
