@@ -5,6 +5,7 @@ with the reason when pyspark or Java is absent, and a store shaped to exercise e
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from datetime import datetime, timedelta
@@ -24,6 +25,19 @@ TEST_CONF = {
     "spark.driver.memory": "1g",
     "spark.default.parallelism": "1",
 }
+
+
+def same_json(a: list[dict], b: list[dict]) -> None:
+    """Two JSON answers alike: the same rows, keys and values, floats to 1e-9 relative
+    (sums run in another order on the two engines)."""
+    assert len(a) == len(b) and a
+    for x, y in zip(a, b, strict=True):
+        assert x.keys() == y.keys()
+        for k in x:
+            if isinstance(x[k], float) and isinstance(y[k], float):
+                assert math.isclose(x[k], y[k], rel_tol=1e-9), (k, x[k], y[k])
+            else:
+                assert x[k] == y[k], (k, x[k], y[k])
 
 
 @pytest.fixture(scope="session")

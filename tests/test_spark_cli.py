@@ -5,12 +5,11 @@ Spark, checked against DuckDB itself on values chosen to tell the dialects apart
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 
 import duckdb
 import pytest
-from spark_support import SAMPLES, spark  # noqa: F401  (the shared session fixture)
+from spark_support import SAMPLES, same_json, spark  # noqa: F401  (the shared session fixture)
 
 from logan.engines.session import spark_available
 from logan.engines.transpile import NotPortable, to_spark
@@ -20,17 +19,6 @@ needs_spark = pytest.mark.skipif(spark_available() is not None, reason=str(spark
 
 def logan(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["logan", *args], capture_output=True, text=True, timeout=600)
-
-
-def same_json(a: list[dict], b: list[dict]) -> None:
-    assert len(a) == len(b) and a
-    for x, y in zip(a, b, strict=True):
-        assert x.keys() == y.keys()
-        for k in x:
-            if isinstance(x[k], float) and isinstance(y[k], float):
-                assert math.isclose(x[k], y[k], rel_tol=1e-9), (k, x[k], y[k])
-            else:
-                assert x[k] == y[k], (k, x[k], y[k])
 
 
 @needs_spark

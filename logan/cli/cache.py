@@ -13,7 +13,6 @@ import typer
 
 from logan.answer import cache as ca
 from logan.answer.cache_sim import ASSIGNMENTS
-from logan.answer.inputs import requests_of
 from logan.cli import options as opt
 from logan.errors import EXIT_PARTIAL
 from logan.read.ingest import IngestSummary
@@ -24,7 +23,8 @@ from logan.show.console import said_read
 EXAMPLES = (
     "Examples: logan cache sample_logs/puppet_access.log --by indirector --ttl 1s,60s,5min  ·  "
     "logan cache --db puppet.duckdb --by indirector --ttl auto --workers 20 --plot saved.png  ·  "
-    "logan cache access.log --by url --ttl 5s --revalidate 2ms --max-objects 10000 -o json"
+    "logan cache access.log --by url --ttl 5s --revalidate 2ms --max-objects 10000 -o json  ·  "
+    "logan cache --engine spark --data lake/ --by indirector --ttl 60s -o json"
 )
 
 
@@ -77,9 +77,15 @@ def cache_command(
     nginx_conf: opt.NginxConfOpt = None,
     log_format_name: opt.LogFormatNameOpt = None,
     keep_going: opt.KeepGoingOpt = False,
+    engine: opt.EngineOpt = "duckdb",
+    data: opt.DataOpt = None,
+    master: opt.MasterOpt = None,
 ) -> None:
     """What to cache: hit ratio, backend requests and server time saved per TTL, replayed
-    through a modelled cache (fills land when the miss ends; coalescing; per-process caches)."""
+    through a modelled cache (fills land when the miss ends; coalescing; per-process caches).
+
+    --engine spark --data DIR reads the requests from Parquet on Spark (docs/spark.md).
+    """
     format, dialect = opt.format_from_options(format, dialect, nginx_conf, log_format_name)
     shown = opt.output(output, out, wide, columns, raw)
     filters = opt.filters(since, until, env, method, status, path)
@@ -88,9 +94,9 @@ def cache_command(
         check_path(plot)
     read = opt.read_options(format, dialect, tz, profile, rules, trusted_proxy, keep_going)
     summaries: list[IngestSummary] = []
-    with requests_of(
-        files, db, ca.columns_read(key, by, source, **filters), read, on_read=summaries.append
-    ) as store:
+    keep = ca.columns_read(key, by, source, **filters)
+    rows = opt.rows_source(engine, data, master, files, db, keep, read, summaries.append, path)
+    with rows as store:
         for s in summaries:
             said_read(s)
         answer = ca.cache(

@@ -8,12 +8,12 @@ one input (FILES or --db) named by --a-since ... --b-until or --baseline 1d|7d.
 from __future__ import annotations
 
 from contextlib import ExitStack
+from functools import partial
 from typing import Annotated
 
 import typer
 
 from logan.answer import compare as cmp
-from logan.answer.inputs import requests_of
 from logan.answer.views import DIMENSIONS, dimension_columns
 from logan.cli import options as opt
 from logan.errors import LoganError
@@ -26,7 +26,8 @@ EXAMPLES = (
     "logan compare before.log after.log  ·  "
     "logan compare --a 'old/*.log' --b new.log --by route -o markdown  ·  "
     "logan compare --db puppet.duckdb --baseline 7d --since 24h  ·  "
-    "logan compare access.log --a-until '2024-05-01 12:00' --b-since '2024-05-01 12:00' -o json"
+    "logan compare access.log --a-until '2024-05-01 12:00' --b-since '2024-05-01 12:00' -o json  ·  "
+    "logan compare --engine spark --data lake/ --baseline 1d --since 24h"
 )
 FilesOpt = Annotated[list[str] | None, typer.Option(help="log files of that side (repeatable; globs)")]
 TimeOpt = Annotated[str | None, typer.Option(help="same forms as --since")]
@@ -73,10 +74,16 @@ def compare_command(
     nginx_conf: opt.NginxConfOpt = None,
     log_format_name: opt.LogFormatNameOpt = None,
     keep_going: opt.KeepGoingOpt = False,
+    engine: opt.EngineOpt = "duckdb",
+    data: opt.DataOpt = None,
+    master: opt.MasterOpt = None,
 ) -> None:
     """Before and after, per group: count, avg, p50, p95, p99, max and total time of side A
     and side B, with deltas, ratios and a verdict (regression, improvement, same, too few)
-    from a Mann-Whitney U test per group. docs/compare.md says how to read it."""
+    from a Mann-Whitney U test per group. docs/compare.md says how to read it.
+
+    --engine spark --data DIR compares two periods of a Parquet folder on Spark (docs/spark.md).
+    """
     format, dialect = opt.format_from_options(format, dialect, nginx_conf, log_format_name)
     shown = opt.output(output, out, wide, columns, raw)
     by, filters = by or ["indirector"], opt.filters(since, until, env, method, status, path)
@@ -86,12 +93,13 @@ def compare_command(
     sets = two_sets(files or [], db, a or [], b or [], periods or baseline is not None)
     cmp.check_periods(bool(sets), periods, baseline, filters)  # before any reading
     keep = cmp.columns_read(by, **filters)
+    rows = partial(opt.rows_source, engine, data, master)
     with ExitStack() as stack:
         if sets:
-            stores = [stack.enter_context(requests_of(s, None, keep, read, on_read=said_read)) for s in sets]
+            stores = [stack.enter_context(rows(s, None, keep, read, said_read, path)) for s in sets]
             con, con_b = stores[0].con, stores[1].con
         else:
-            con, con_b = stack.enter_context(requests_of(files, db, keep, read, on_read=said_read)).con, None
+            con, con_b = stack.enter_context(rows(files, db, keep, read, said_read, path)).con, None
         side_a, side_b = cmp.sides(con, con_b, a_since, a_until, b_since, b_until, baseline, filters)
         table = cmp.compare_sides(side_a, side_b, by, cmp.Criteria(alpha, min_requests, min_change))
     names = sets or [None, None]

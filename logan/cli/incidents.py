@@ -10,7 +10,6 @@ import typer
 
 from logan.answer import incidents as inc
 from logan.answer import timeline as tl
-from logan.answer.inputs import requests_of
 from logan.cli import options as opt
 from logan.cli.timeline import BucketOpt
 from logan.errors import EXIT_PARTIAL
@@ -20,7 +19,8 @@ from logan.show.console import said_read
 EXAMPLES = (
     "Examples: logan incidents sample_logs/puppet_access.log  ·  "
     "logan incidents --db store.duckdb --bucket 1m -o json  ·  "
-    "logan incidents haproxy.log --since 2026-11-24T23:00 --until 2026-11-25T02:00"
+    "logan incidents haproxy.log --since 2026-11-24T23:00 --until 2026-11-25T02:00  ·  "
+    "logan incidents --engine spark --data lake/ -o json"
 )
 
 
@@ -48,12 +48,16 @@ def incidents_command(
     nginx_conf: opt.NginxConfOpt = None,
     log_format_name: opt.LogFormatNameOpt = None,
     keep_going: opt.KeepGoingOpt = False,
+    engine: opt.EngineOpt = "duckdb",
+    data: opt.DataOpt = None,
+    master: opt.MasterOpt = None,
 ) -> None:
     """When it went wrong: bursts, slowdowns, errors, saturation and servers down, each with
     its start, end, how much worse than the baseline, and its causes (the endpoints,
     requesters, servers... that explain most of the change, Adtributor-style).
 
     Given FILES, they are read into a temporary store first (into --db when given too).
+    --engine spark --data DIR answers the same from Parquet on Spark (docs/spark.md).
     """
     format, dialect = opt.format_from_options(format, dialect, nginx_conf, log_format_name)
     shown = opt.output(output, out, wide, columns, raw)
@@ -62,7 +66,8 @@ def incidents_command(
         tl.bucket_width_us(0, 0, bucket)  # checked before any log is read
     read = opt.read_options(format, dialect, tz, profile, rules, trusted_proxy, keep_going)
     summaries: list[IngestSummary] = []
-    with requests_of(files, db, None, read, on_read=summaries.append) as store:
+    rows = opt.rows_source(engine, data, master, files, db, None, read, summaries.append, path)
+    with rows as store:
         for s in summaries:
             said_read(s)
         found = inc.incidents(store.con, bucket, **filters)

@@ -13,7 +13,6 @@ import typer
 
 from logan.answer import timeline as tl
 from logan.answer.incidents import incidents_of
-from logan.answer.inputs import requests_of
 from logan.answer.views import DIMENSIONS, dimension_columns
 from logan.cli import options as opt
 from logan.errors import EXIT_PARTIAL
@@ -23,7 +22,8 @@ from logan.show.console import said_read
 EXAMPLES = (
     "Examples: logan timeline sample_logs/puppet_access.log  ·  "
     "logan timeline --db store.duckdb --bucket 1m --by source --plot night.png  ·  "
-    "logan timeline haproxy.log --by server -o json"
+    "logan timeline haproxy.log --by server -o json  ·  "
+    "logan timeline --engine spark --data lake/ --bucket 1m -o json"
 )
 ByOpt = Annotated[
     list[str] | None, typer.Option("--by", "-b", help=f"one series per: {', '.join(DIMENSIONS)}")
@@ -58,6 +58,9 @@ def timeline_command(
     nginx_conf: opt.NginxConfOpt = None,
     log_format_name: opt.LogFormatNameOpt = None,
     keep_going: opt.KeepGoingOpt = False,
+    engine: opt.EngineOpt = "duckdb",
+    data: opt.DataOpt = None,
+    master: opt.MasterOpt = None,
 ) -> None:
     """What happened when: per time bucket, requests/s, p50/p95/p99/max of every timer,
     status classes, bytes/s, cache hits, queues and requests in flight (exact).
@@ -65,6 +68,7 @@ def timeline_command(
     Given FILES, they are read into a temporary store first (into --db when given too).
     Under the table: HAProxy's server events and any saturation seen (requests in flight
     held at a ceiling while latency grew).
+    --engine spark --data DIR answers the same from Parquet on Spark (docs/spark.md).
     """
     format, dialect = opt.format_from_options(format, dialect, nginx_conf, log_format_name)
     shown = opt.output(output, out, wide, columns, raw)
@@ -78,7 +82,8 @@ def timeline_command(
         check_plot_path(plot)
     read = opt.read_options(format, dialect, tz, profile, rules, trusted_proxy, keep_going)
     summaries: list[IngestSummary] = []
-    with requests_of(files, db, None, read, on_read=summaries.append) as store:
+    rows = opt.rows_source(engine, data, master, files, db, None, read, summaries.append, path)
+    with rows as store:
         for s in summaries:
             said_read(s)
         story = tl.story(store.con, by or [], bucket, **filters)
