@@ -69,7 +69,8 @@ def _source_job(spec: str) -> tuple[list[str], str, str]:
 EXAMPLES = (
     "Examples: logan ingest sample_logs/puppet_access.log --db puppet.duckdb  ·  "
     "logan ingest /var/log/nginx/ --db web.duckdb  ·  "
-    "logan ingest --db stack.duckdb --source lb=haproxy:httplog:lb.log --source app=combined_D:app.log"
+    "logan ingest --db stack.duckdb --source lb=haproxy:httplog:lb.log --source app=combined_D:app.log  ·  "
+    "logan ingest --engine spark --to lake/ sample_logs/nginx_access.log"
 )
 
 
@@ -100,9 +101,20 @@ def ingest_command(
         typer.Option("--follow", "-f", help="keep reading as the files grow and rotate, until stopped"),
     ] = False,
     interval: Annotated[float, typer.Option(help="with --follow: seconds between reads", min=0.1)] = 2.0,
+    engine: opt.EngineOpt = "duckdb",
+    to: Annotated[
+        str | None, typer.Option("--to", help="--engine spark: the Parquet folder to write (new)")
+    ] = None,
+    master: opt.MasterOpt = None,
 ) -> None:
-    """Read access logs into a DuckDB store: every line becomes a request or a reject."""
+    """Read access logs into a DuckDB store: every line becomes a request or a reject.
+
+    --engine spark --to DIR parses them on Spark instead, into the Parquet layout of
+    logan export (docs/spark.md says what it does not read yet)."""
     format, dialect = opt.format_from_options(format, dialect, nginx_conf, log_format_name)
+    if opt.spark_engine(engine, to, master, "--to"):
+        read = opt.read_options(format, dialect, tz, profile, rules, trusted_proxy, keep_going)
+        return _on_spark(files or [], to, master, read, db is not None or bool(source) or follow)
     jobs = [(files, format, label)] if files else []
     jobs += [_source_job(spec) for spec in source or ()]
     if not jobs:
@@ -143,3 +155,20 @@ def _follow(jobs: list, db: Path | None, interval: float, common: dict) -> None:
 def _said_round(s: IngestSummary) -> None:
     if s.lines:
         say(f"{datetime.now():%H:%M:%S} +{s.lines:,} lines: {s.rows:,} requests, {s.rejects:,} rejects", err)
+
+
+def _on_spark(
+    files: list[str], to: str | None, master: str | None, read: opt.ReadOptions, others: bool
+) -> None:
+    """--engine spark: the logs parsed by Spark into the Parquet folder --to."""
+    if to is None or not files or others:
+        raise LoganError("--engine spark reads FILES into --to DIR (no --db, --source or --follow)")
+    from logan.engines.session import running_session
+    from logan.engines.spark_ingest import spark_ingest
+
+    with running_session(master) as session:
+        done = spark_ingest(session, files, to, read.format, read.dialect, read.tz, read.profile, read.rules,
+                            read.trusted_proxies)  # fmt: skip
+    for s in done.sources:
+        say(f"{s.label}: {s.lines:,} lines: {s.rows:,} requests, {s.rejects:,} rejects ({s.format})", err)
+    say(f"read on Spark in {done.seconds:.1f} s (profile {done.profile}), under {to}", err)

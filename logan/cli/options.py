@@ -152,6 +152,17 @@ def format_from_options(
     return format_from_nginx_conf(nginx_conf, log_format_name), "nginx"
 
 
+def spark_engine(engine: str, folder: str | None, master: str | None, folder_opt: str = "--data") -> bool:
+    """Whether --engine names Spark; its folder and --master only with it."""
+    if engine == "duckdb":
+        if folder is not None or master is not None:
+            raise LoganError(f"{folder_opt} and --master are for --engine spark")
+        return False
+    if engine != "spark":
+        raise LoganError(f"--engine {engine!r}: use duckdb or spark")
+    return True
+
+
 def rows_source(
     engine: str,
     data: str | None,
@@ -165,12 +176,8 @@ def rows_source(
 ) -> AbstractContextManager:
     """The rows an answer reads: a DuckDB store (FILES, --db) or a Parquet folder on Spark
     (--engine spark --data DIR); the context gives an object whose `con` the answers take."""
-    if engine == "duckdb":
-        if data is not None or master is not None:
-            raise LoganError("--data and --master are for --engine spark; DuckDB reads FILES or --db")
+    if not spark_engine(engine, data, master):
         return requests_of(files, db, keep, read, on_read=on_read)
-    if engine != "spark":
-        raise LoganError(f"--engine {engine!r}: use duckdb or spark")
     if files or db is not None:
         raise LoganError("--engine spark reads --data DIR (logan export --db STORE --to DIR writes one)")
     if data is None:

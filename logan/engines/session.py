@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from logan.errors import LoganError
@@ -30,6 +31,8 @@ BASE_CONF = {
     "spark.sql.parquet.inferTimestampNTZ.enabled": "true",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.ansi.enabled": "false",
+    # a time that does not read is NULL (a reject), never an error asking for the legacy parser
+    "spark.sql.legacy.timeParserPolicy": "CORRECTED",
     # `day=2013-11-05` and `day=undated` alike: the partition is a string, as written
     "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
 }
@@ -84,3 +87,18 @@ def _quiet_python_loggers() -> None:
         return
     for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
+@contextmanager
+def running_session(master: str | None = None) -> Iterator[SparkSession]:
+    """A Spark session for one command: one made here is stopped afterwards, one that
+    existed (spark-submit, a notebook) is not."""
+    from pyspark.sql import SparkSession
+
+    had = SparkSession.getActiveSession()
+    session = spark_session(master)
+    try:
+        yield session
+    finally:
+        if had is None:
+            session.stop()

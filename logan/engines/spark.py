@@ -20,7 +20,7 @@ cached temporary view; `DROP TABLE IF EXISTS x` drops it.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +31,7 @@ import sqlglot
 from sqlglot import exp
 
 from logan import schema
-from logan.engines.session import spark_session
+from logan.engines.session import running_session
 from logan.engines.transpile import to_spark
 from logan.errors import LoganError
 
@@ -175,9 +175,15 @@ def spark_param(value: object) -> object:
 class SparkConnection:
     """The `requests` of a Parquet folder, queried in DuckDB's SQL on a SparkSession."""
 
-    def __init__(self, session: SparkSession, data: str | Path):
+    def __init__(self, session: SparkSession, data: str | Path | None):
         self.session = session
         self._cached: dict[str, DataFrame] = {}
+        self.inserted: dict[str, list[DataFrame]] = {}  # INSERT INTO t: the rows, per table
+        if data is not None:
+            self._open(data)
+
+    def _open(self, data: str | Path) -> None:
+        session = self.session
         path = table_path(data, "requests")
         if _is_local(path) and not Path(path).is_dir():
             raise LoganError(f"no requests under {data}: write them with logan export --db STORE --to {data}")
@@ -204,21 +210,26 @@ class SparkConnection:
         else:
             self._read(path).createOrReplaceTempView("events")
 
-    def execute(self, sql: str, params: Sequence[Any] | None = None) -> SparkCursor:
+    def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> SparkCursor:
         """Run DuckDB SQL (`?` parameters) on Spark; what Spark refuses is a LoganError."""
         statement = sqlglot.parse_one(sql, read="duckdb")
         if isinstance(statement, exp.Create) and statement.args.get("kind") == "TABLE":
             return self._create_temp(statement, params)
         if isinstance(statement, exp.Drop):
             return self._drop_temp(statement.find(exp.Table).name)
+        if isinstance(statement, exp.Insert):
+            return self._insert(statement, params)
         return self._query(sql, params)
 
     def sql(self, sql: str, params: Sequence[Any] | None = None) -> SparkCursor:
         """DuckDB's con.sql(): a query whose answer is fetched later (to_arrow_table())."""
         return self._query(sql, params)
 
-    def _query(self, sql: str, params: Sequence[Any] | None) -> SparkCursor:
-        args = [spark_param(p) for p in params] if params else None
+    def _query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None) -> SparkCursor:
+        if isinstance(params, Mapping):  # $name parameters
+            args: list | dict | None = {k: spark_param(v) for k, v in params.items()}
+        else:
+            args = [spark_param(p) for p in params] if params else None
         with _said_in_one_line("Spark"):
             return SparkCursor(self.session.sql(to_spark(sql), args=args))
 
@@ -236,6 +247,28 @@ class SparkConnection:
             self._cached[name] = cursor.frame.cache()
             self._cached[name].createOrReplaceTempView(name)
         return cursor
+
+    def _insert(self, statement: exp.Insert, params: Sequence[Any] | Mapping[str, Any] | None) -> SparkCursor:
+        """INSERT INTO t (columns) SELECT ...: the rows kept (cached) in `inserted[t]` and
+        readable as the view t (what a later statement of the same ingest reads); the
+        cursor holds their count, as DuckDB's does."""
+        table = statement.find(exp.Table)
+        assert table is not None
+        name = table.name
+        columns = (
+            [c.name for c in statement.this.expressions] if isinstance(statement.this, exp.Schema) else []
+        )
+        frame = self._query(statement.expression.sql(dialect="duckdb"), params).frame
+        if columns:
+            frame = frame.toDF(*columns)
+        with _said_in_one_line("Spark"):
+            frame = frame.cache()
+            self.inserted.setdefault(name, []).append(frame)
+            every = self.inserted[name][0]
+            for more in self.inserted[name][1:]:
+                every = every.unionByName(more, allowMissingColumns=True)
+            every.createOrReplaceTempView(name)
+            return SparkCursor(self.session.createDataFrame([(frame.count(),)], "count bigint"))
 
     def _drop_temp(self, name: str) -> SparkCursor:
         frame = self._cached.pop(name, None)
@@ -266,16 +299,8 @@ class SparkStore:
 
 @contextmanager
 def spark_store(data: str | Path, master: str | None = None) -> Iterator[SparkStore]:
-    """The Parquet folder `data` on a Spark session (see logan.engines.session); a session
-    made here is stopped afterwards, one that existed (spark-submit, a notebook) is not."""
-    from pyspark.sql import SparkSession
-
-    had = SparkSession.getActiveSession()
-    session = spark_session(master)
-    try:
+    """The Parquet folder `data` on a Spark session (see logan.engines.session.running_session)."""
+    with running_session(master) as session:
         store = SparkStore(SparkConnection(session, data))
         yield store
         store.con.close()
-    finally:
-        if had is None:
-            session.stop()

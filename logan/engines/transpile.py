@@ -27,10 +27,13 @@ reviewed variant in queries/spark/ (logan.engines.spark.view_sql), never a silen
 
 from __future__ import annotations
 
+import re
+
 import sqlglot
 from sqlglot import exp
 
 from logan import schema
+from logan.engines.java_regex import java_regex
 from logan.errors import LoganError
 
 # DuckDB's time_bucket counts buckets of less than a month from Monday 2000-01-03 UTC.
@@ -56,8 +59,18 @@ def to_spark(sql: str) -> str:
         tree = sqlglot.parse_one(sql, read="duckdb")
     except sqlglot.errors.ParseError as exc:
         raise NotPortable(f"sqlglot cannot read the SQL: {str(exc).splitlines()[0]}") from None
-    tree = tree.transform(_rule)
-    return tree.sql(dialect="spark", comments=False)
+    return _bottom_up(tree).sql(dialect="spark", comments=False)
+
+
+def _bottom_up(node: exp.Expression) -> exp.Expression:
+    """The rules applied children first: a rule's new node holds translated parts (sqlglot's
+    own transform does not descend into the node a rule returns)."""
+    for key, value in list(node.args.items()):
+        if isinstance(value, exp.Expression):
+            node.set(key, _bottom_up(value))
+        elif isinstance(value, list):
+            node.set(key, [_bottom_up(v) if isinstance(v, exp.Expression) else v for v in value])
+    return _rule(node)
 
 
 def _rule(node: exp.Expression) -> exp.Expression:
@@ -130,9 +143,9 @@ def _regexp_replace(node: exp.RegexpReplace) -> exp.Expression:
         raise NotPortable("regexp_replace with computed flags")
     if set(flags_text) - {"g"}:
         raise NotPortable(f"regexp_replace flags {flags_text!r} (only 'g' has a Spark form)")
-    pattern, replacement = node.expression, node.args["replacement"]
+    pattern, replacement = _java(node.expression), node.args["replacement"]
     if "g" in flags_text:
-        return _spark("regexp_replace(a, b, c)", a=node.this, b=pattern, c=replacement)
+        return _spark("regexp_replace(a, b, c)", a=node.this, b=pattern, c=_java_replacement(replacement))
     plain = isinstance(replacement, exp.Literal) and not set(replacement.name) & {"\\", "$"}
     if not plain:
         raise NotPortable("regexp_replace of the first match with back references")
@@ -142,6 +155,128 @@ def _regexp_replace(node: exp.RegexpReplace) -> exp.Expression:
         "regexp_replace(a, concat('(?s)^(.*?)(?:', b, ')'), concat('$1', c))",
         a=node.this, b=pattern, c=replacement,
     )  # fmt: skip
+
+
+def _java_replacement(node: exp.Expression) -> exp.Expression:
+    """A replacement's back references (RE2's \\1) as Java's ($1); a $ of the text escaped."""
+    if not (isinstance(node, exp.Literal) and node.is_string):
+        raise NotPortable("regexp_replace with a computed replacement")
+    text = node.name.replace("$", "\\$")
+    return exp.Literal.string(re.sub(r"\\(\d)", r"$\1", text))
+
+
+def _java(node: exp.Expression, flags: str = "") -> exp.Expression:
+    """A regex literal (RE2) as Java's (logan.engines.java_regex); a computed one as it is."""
+    if isinstance(node, exp.Literal) and node.is_string:
+        return exp.Literal.string(java_regex(node.name, flags))
+    return node
+
+
+def _regexp_like(node: exp.RegexpLike) -> exp.Expression:
+    flag = node.args.get("flag")
+    flags = flag.name if isinstance(flag, exp.Literal) else ""
+    return exp.RegexpLike(this=node.this, expression=_java(node.expression, flags))
+
+
+def _full_match(text: exp.Expression, pattern: exp.Expression) -> exp.Expression:
+    # DuckDB's regexp_full_match: the whole text, as RLIKE anchored at both ends
+    if not (isinstance(pattern, exp.Literal) and pattern.is_string):
+        raise NotPortable("regexp_full_match of a computed regex")
+    return exp.RegexpLike(this=text, expression=exp.Literal.string(java_regex(f"^(?:{pattern.name})$")))
+
+
+def _regexp_extract(node: exp.RegexpExtract) -> exp.Expression:
+    """regexp_extract(s, p, ['a', 'b']) (a struct of the groups, by name) as a named_struct
+    of one regexp_extract per group; the plain forms with the pattern as Java's."""
+    group, pattern = node.args.get("group"), _java(node.expression)
+    if not isinstance(group, exp.Array):
+        return exp.RegexpExtract(this=node.this, expression=pattern, group=group)
+    parts = []
+    for k, name in enumerate(group.expressions, start=1):
+        parts += [name, exp.RegexpExtract(this=node.this.copy(), expression=pattern.copy(),
+                                          group=exp.Literal.number(k))]  # fmt: skip
+    return exp.Anonymous(this="named_struct", expressions=parts)
+
+
+def _length(node: exp.Length) -> exp.Expression:
+    # DuckDB's len() of a list (logan writes len for lists, length for text): Spark's size
+    arrays = (exp.Split, exp.RegexpSplit, exp.Array, exp.Filter, exp.Transform)
+    of_list = (
+        isinstance(node.this, arrays)
+        or (isinstance(node.this, exp.Anonymous) and node.this.name.lower() == "regexp_split_to_array")
+        or (isinstance(node.this, exp.Column) and node.this.name == "__rq")
+    )
+    return exp.Anonymous(this="size", expressions=[node.this]) if of_list else node
+
+
+def _cte(node: exp.CTE) -> exp.Expression:
+    # MATERIALIZED is DuckDB's hint; Spark plans a CTE its own way
+    node.set("materialized", None)  # in place: a copy's subtree would not be transformed
+    return node
+
+
+def _int128(node: exp.DataType) -> exp.Expression:
+    # DuckDB's HUGEINT (128 bits, to scale a value without overflow): Spark's widest exact type
+    if node.this == exp.DataType.Type.INT128:
+        return exp.DataType.build("DECIMAL(38, 0)")
+    return node
+
+
+def _strptime(text: exp.Expression, pattern: exp.Expression) -> exp.Expression:
+    """try_strptime: a pattern with an offset reads an instant (as UTC, without a zone),
+    one without it a wall time; what does not read is NULL (ANSI mode off)."""
+    if not (isinstance(pattern, exp.Literal) and pattern.is_string):
+        raise NotPortable("strptime with a computed pattern")
+    java = exp.Literal.string(java_time_pattern(pattern.name))
+    if "%z" in pattern.name or "%Z" in pattern.name:
+        return _spark("CAST(to_timestamp_ltz(a, b) AS TIMESTAMP_NTZ)", a=text, b=java)
+    return _spark("to_timestamp_ntz(a, b)", a=text, b=java)
+
+
+# strftime codes -> Java's DateTimeFormatter letters (Spark parses case-insensitively, in
+# English): the codes the formats of parsers/ read times with.
+_TIME_CODES = {
+    "d": "dd", "g": "SSS", "m": "MM", "Y": "yyyy", "y": "yy", "H": "HH", "M": "mm", "S": "ss", "b": "MMM",
+    "z": "[XXX][XX]",
+}  # fmt: skip
+
+
+def java_time_pattern(strftime: str) -> str:
+    """A strftime pattern (DuckDB's strptime) as Spark's datetime pattern, literals quoted."""
+    out, literal, i = [], "", 0
+    while i < len(strftime):
+        if strftime[i] == "%" and i + 1 < len(strftime):
+            code = strftime[i + 1]
+            if code not in _TIME_CODES:
+                raise NotPortable(f"strptime code %{code} on Spark")
+            if literal:
+                out.append("'" + literal.replace("'", "''") + "'")
+                literal = ""
+            out.append(_TIME_CODES[code])
+            i += 2
+        else:
+            literal += strftime[i]
+            i += 1
+    if literal:
+        out.append("'" + literal.replace("'", "''") + "'")
+    return "".join(out)
+
+
+def _list_sum(a: exp.Expression) -> exp.Expression:
+    # DuckDB's list_sum: NULLs skipped, NULL for none; decimals of seconds (logan.read.convert)
+    return _spark(
+        "aggregate(a, CAST(NULL AS DECIMAL(38, 6)), (acc, x) -> CAST(CASE WHEN x IS NULL THEN acc"
+        " WHEN acc IS NULL THEN x ELSE acc + x END AS DECIMAL(38, 6)))",
+        a=a,
+    )
+
+
+def _list_bool_and(a: exp.Expression) -> exp.Expression:
+    return _spark(
+        "aggregate(a, CAST(NULL AS BOOLEAN), (acc, x) -> CASE WHEN x IS NULL THEN acc"
+        " WHEN acc IS NULL THEN x ELSE acc AND x END)",
+        a=a,
+    )
 
 
 def _date_diff(node: exp.DateDiff) -> exp.Expression:
@@ -185,6 +320,12 @@ def _table(node: exp.Table) -> exp.Expression:
 
 
 _FUNCTIONS = {
+    "try_strptime": _strptime,
+    "timezone": lambda zone, ts: _spark("to_utc_timestamp(a, b)", a=ts, b=zone),
+    "regexp_split_to_array": lambda a, p: exp.RegexpSplit(this=a, expression=_java(p)),
+    "list_sum": _list_sum,
+    "list_bool_and": _list_bool_and,
+    "strlen": lambda a: _spark("octet_length(a)", a=a),
     "epoch_us": lambda a: _spark("unix_micros(a)", a=a),
     "to_microseconds": lambda a: _spark(
         "make_dt_interval(0, 0, 0, CAST(a AS DECIMAL(18, 0)) / 1000000)",
@@ -222,6 +363,13 @@ _RULES: list[tuple[type, object]] = [
     (exp.TimeToUnix, _epoch),
     (exp.UnixToTime, _epoch_ms),
     (exp.Table, _table),
+    (exp.RegexpLike, _regexp_like),
+    (exp.RegexpFullMatch, lambda node: _full_match(node.this, node.expression)),
+    (exp.RegexpExtract, _regexp_extract),
+    (exp.Length, _length),
+    (exp.CTE, _cte),
+    (exp.DataType, _int128),
+    (exp.Try, lambda node: node.this),  # ANSI mode off: what overflows is NULL already
 ]
 
 
