@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 import logan
 from logan import schema
+from logan.answer.inputs import ReadOptions
 from logan.cli import app
 from logan.engines.spark_ingest import spark_ingest
 from logan.engines.transpile import NotPortable
@@ -51,7 +52,7 @@ def _duckdb(path: Path, fmt: str, dialect: str | None) -> tuple[list[tuple], lis
 
 
 def _spark(session, path: Path, to: Path, fmt: str, dialect: str | None) -> tuple[list[tuple], list[tuple]]:  # noqa: ANN001, E501
-    spark_ingest(session, [str(path)], to, fmt, dialect)
+    spark_ingest(session, [str(path)], to, ReadOptions(fmt, dialect))
     rows = session.read.parquet(str(to / "requests")).select(*COLUMNS).orderBy("line_no").collect()
     rejects = session.read.parquet(str(to / "rejects")).orderBy("line_no").collect()
     return [_plain(tuple(r)) for r in rows], [tuple(r) for r in rejects]

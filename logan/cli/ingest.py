@@ -167,8 +167,7 @@ def _on_spark(
     from logan.engines.spark_ingest import spark_ingest
 
     with running_session(master) as session:
-        done = spark_ingest(session, files, to, read.format, read.dialect, read.tz, read.profile, read.rules,
-                            read.trusted_proxies)  # fmt: skip
+        done = spark_ingest(session, files, to, read)
     for s in done.sources:
         say(f"{s.label}: {s.lines:,} lines: {s.rows:,} requests, {s.rejects:,} rejects ({s.format})", err)
     say(f"read on Spark in {done.seconds:.1f} s (profile {done.profile}), under {to}", err)

@@ -12,8 +12,10 @@ learned as the DuckDB ingest learns them (logan.read.classify.collapse_routes), 
 driver over the distinct routes only, and applied to the rows as `logan export` applies
 them.
 
-What differs from `logan ingest` (docs/spark.md): bytes that are not UTF-8 read as U+FFFD,
-not `\\xhh`; a .gz is known by its name; the folder must be new (no incremental re-read).
+What differs from `logan ingest` (docs/spark.md): event lines and lines cut by a syslog
+length limit stop the ingest (not read on Spark yet); bytes that are not UTF-8 read as
+U+FFFD, not `\\xhh`; a .gz is known by its name; the folder must be new (no incremental
+re-read).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from logan import schema
+from logan.answer.inputs import ReadOptions
 from logan.engines.export import UNDATED
 from logan.engines.spark import SparkConnection, spark_ddl, table_path
 from logan.engines.transpile import NotPortable
@@ -58,7 +61,6 @@ class SparkSourceSummary:
     lines: int = 0
     rows: int = 0
     rejects: int = 0
-    events: int = 0
 
 
 @dataclass
@@ -70,43 +72,39 @@ class SparkIngestSummary:
 
 @dataclass
 class _Read:
-    """What one source gave: its rows, rejects and events as DataFrames."""
+    """What one source gave: its rows and rejects as DataFrames (no events: see
+    _refuse_unread)."""
 
     requests: DataFrame
     rejects: DataFrame
-    events: DataFrame | None
 
 
 def spark_ingest(
     session: SparkSession,
     paths: Sequence[str],
     to: str | Path,
-    format: str = "auto",
-    dialect: str | None = None,
-    tz: str = "UTC",
-    profile: str = "auto",
-    rules: object | None = None,
-    trusted_proxies: Sequence[str] = (),
+    read: ReadOptions | None = None,
 ) -> SparkIngestSummary:
-    """Parse `paths` on Spark into the Parquet folder `to` (a new one)."""
+    """Parse `paths` on Spark into the Parquet folder `to` (a new one), with the options of
+    `logan ingest` (format, dialect, tz, profile, rules, trusted proxies)."""
+    read = read or ReadOptions()
     started = time.perf_counter()
     if _has_requests(to):
         raise LoganError(
             f"{table_path(to, 'requests')} exists: logan ingest --engine spark writes a new folder"
         )
-    bound = load_rules(rules) if rules is not None else Rules()  # type: ignore[arg-type]
+    bound = load_rules(read.rules) if read.rules is not None else Rules()  # type: ignore[arg-type]
     summary, reads, ingests = SparkIngestSummary(), [], []
     for ingest_id, src in enumerate(_sources(paths), start=1):
         at = datetime.now(UTC).replace(tzinfo=None)
         con = SparkConnection(session, None)
         lines = numbered_lines(session, src[1])
-        cf, chosen = choose(lines, format, dialect, tz, profile)
+        cf, chosen = choose(lines, read)
         summary.profile = summary.profile or chosen
-        read = _read_source(con, lines, cf, tz, chosen, bound, trusted_proxies, ingest_id, src[0])
-        one = SparkSourceSummary(src[0], cf.label, lines.count(), read.requests.count(), read.rejects.count(),
-                                 0 if read.events is None else read.events.count())  # fmt: skip
+        got = _read_source(con, lines, cf, read.tz, chosen, bound, read.trusted_proxies, ingest_id, src[0])
+        one = SparkSourceSummary(src[0], cf.label, lines.count(), got.requests.count(), got.rejects.count())
         summary.sources.append(one)
-        reads.append(read)
+        reads.append(got)
         ingests.append((ingest_id, one, cf, at, time.perf_counter() - started))
     _write(session, to, reads, ingests, summary.profile)
     summary.seconds = time.perf_counter() - started
@@ -150,9 +148,7 @@ def numbered_lines(session: SparkSession, path: str) -> DataFrame:
     return numbered.select((F.col("__start") + F.col("__at") + 1).alias("line_no"), "line").cache()
 
 
-def choose(
-    lines: DataFrame, format: str, dialect: str | None, tz: str, profile: str
-) -> tuple[CompiledFormat, str]:
+def choose(lines: DataFrame, read: ReadOptions) -> tuple[CompiledFormat, str]:
     """The format and profile `logan ingest` would choose, from the first lines: DuckDB on
     the driver reads them into a store in memory and says what it chose."""
     import logan
@@ -162,12 +158,13 @@ def choose(
         sample.write("".join(f"{line}\n" for line in first))
         sample.flush()
         said = logan.ingest(
-            [sample.name], open_store(None), format=format, dialect=dialect, tz=tz, profile=profile
-        )
+            [sample.name], open_store(None), format=read.format, dialect=read.dialect, tz=read.tz,
+            profile=read.profile, rules=read.rules, trusted_proxies=read.trusted_proxies,
+        )  # fmt: skip
         name, fmt, label = said.store.con.execute(
             "SELECT dialect, format, format_label FROM files"
         ).fetchall()[0]
-    return compile_format(get_dialect(name), fmt, label), said.profile or profile
+    return compile_format(get_dialect(name), fmt, label), said.profile or read.profile
 
 
 def _read_source(
@@ -193,22 +190,34 @@ def _read_source(
         f"SELECT line_no, line, __reason, {events.matches_sql(cf)} AS __event FROM __typed WHERE NOT __ok"
     )
     con.execute(f"CREATE OR REPLACE TEMP TABLE __not_rows AS {not_rows}")
-    if con.execute("SELECT line_no FROM __not_rows WHERE __event LIMIT 1").fetchone():
-        # events.insert_events dates a syslog line by the requests around it (a window over
-        # lines, UNION BY NAME, the clock's year): not translated yet, so not read at all
-        raise NotPortable(
-            f"{label}: {cf.dialect.name}'s event lines (servers up and down) are read by DuckDB only"
-        )
+    _refuse_unread(con, cf, label)
     rejects = con.execute(
         "SELECT $source AS source, line_no, line AS raw, __reason AS reason FROM __not_rows "
         "WHERE NOT __event",
         {"source": label},
     ).frame.cache()
-    found = None  # see above: no event is read on Spark
     requests = con.inserted.pop(schema.REQUESTS_TABLE)[0]
     for column in schema.FROM_INGESTS:  # the store reads them from `ingests`; the folder has them per row
         requests = requests.withColumn(column, F.lit(params[column]))
-    return _Read(requests, rejects, found)
+    return _Read(requests, rejects)
+
+
+def _refuse_unread(con: SparkConnection, cf: CompiledFormat, label: str) -> None:
+    """What logan ingest reads beyond the format's regex, and Spark not yet, stops the
+    ingest rather than become rejects: the dialect's event lines (events.insert_events
+    dates a syslog line by the requests around it: a window over lines, UNION BY NAME, the
+    clock's year) and lines a syslog length limit cut inside their last field (read by
+    CompiledFormat.cut_short)."""
+    if con.execute("SELECT line_no FROM __not_rows WHERE __event LIMIT 1").fetchone():
+        raise NotPortable(
+            f"{label}: {cf.dialect.name}'s event lines (servers up and down) are read by DuckDB only"
+        )
+    unclosed = "NOT __event AND __reason = 'does not match format' AND NOT ends_with(line, '\"')"
+    if (
+        cf.cut_short() is not None
+        and con.execute(f"SELECT line_no FROM __not_rows WHERE {unclosed} LIMIT 1").fetchone()
+    ):
+        raise NotPortable(f"{label}: lines cut short by a syslog length limit are read by DuckDB only")
 
 
 def _classification(profile: str, bound: Rules, trusted: Sequence[str]) -> rows.Classifier:
@@ -223,7 +232,8 @@ def _classification(profile: str, bound: Rules, trusted: Sequence[str]) -> rows.
 def _write(
     session: SparkSession, to: str | Path, reads: list[_Read], ingests: list, profile: str | None
 ) -> None:
-    """The layout of `logan export`: requests and events by day, rejects and ingests whole."""
+    """The layout of `logan export`: requests by day, rejects and ingests whole (no events
+    folder: a folder without one has none)."""
     from pyspark.sql import functions as F
 
     requests = _union([_canonical(r.requests, schema.REQUESTS) for r in reads])
@@ -231,15 +241,11 @@ def _write(
         requests = _with_templates(session, requests)
     day = F.coalesce(F.date_format("ts_start", "yyyy-MM-dd"), F.lit(UNDATED))
     requests.withColumn("day", day).write.partitionBy("day").parquet(table_path(to, "requests"))
-    found = [_canonical(r.events, schema.EVENTS) for r in reads if r.events is not None]
-    if found:
-        events_day = F.coalesce(F.date_format("ts", "yyyy-MM-dd"), F.lit(UNDATED))
-        _union(found).withColumn("day", events_day).write.partitionBy("day").parquet(table_path(to, "events"))
     _union([_canonical(r.rejects, schema.REJECTS) for r in reads]).coalesce(1).write.parquet(
         table_path(to, "rejects")
     )
     session.createDataFrame(
-        [(i, s.label, cf.dialect.name, cf.label, 1, s.lines, s.rows, s.rejects, s.events, None, at, secs)
+        [(i, s.label, cf.dialect.name, cf.label, 1, s.lines, s.rows, s.rejects, 0, None, at, secs)
          for i, s, cf, at, secs in ingests],
         spark_ddl(schema.INGESTS),
     ).coalesce(1).write.parquet(table_path(to, "ingests"))  # fmt: skip
