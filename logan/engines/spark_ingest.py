@@ -38,6 +38,7 @@ from logan.read import events, rows
 from logan.read.classify import Rules, classified_sql, collapse_routes, key_columns, load_rules
 from logan.read.compile import CompiledFormat, compile_format
 from logan.read.dialects import get_dialect
+from logan.read.ingest import ingest
 from logan.read.sources import expand
 from logan.store import open_store
 
@@ -151,13 +152,11 @@ def numbered_lines(session: SparkSession, path: str) -> DataFrame:
 def choose(lines: DataFrame, read: ReadOptions) -> tuple[CompiledFormat, str]:
     """The format and profile `logan ingest` would choose, from the first lines: DuckDB on
     the driver reads them into a store in memory and says what it chose."""
-    import logan
-
     first = [r.line for r in lines.where(f"line_no <= {SAMPLE_LINES}").orderBy("line_no").collect()]
     with tempfile.NamedTemporaryFile("w", suffix=".log", encoding="utf-8") as sample:
         sample.write("".join(f"{line}\n" for line in first))
         sample.flush()
-        said = logan.ingest(
+        said = ingest(
             [sample.name], open_store(None), format=read.format, dialect=read.dialect, tz=read.tz,
             profile=read.profile, rules=read.rules, trusted_proxies=read.trusted_proxies,
         )  # fmt: skip
