@@ -96,8 +96,9 @@ def check_options(
 
 @dataclass(frozen=True)
 class Loaded:
-    """The cacheable requests as a Trace, their keys (key_id order: cache_key, cache_group,
-    fastest_us), the excluded requests by reason, and the log's span."""
+    """The cacheable requests as a Trace, their keys (key_id order: cache_key, the key as a
+    cache writes it, only --by url, where the keys are the groups; cache_group, fastest_us),
+    the excluded requests by reason, and the log's span."""
 
     trace: cs.Trace
     keys: pd.DataFrame
@@ -131,13 +132,13 @@ def load(
     if source is not None:
         where, params = " AND ".join(x for x in (where, "source = ?") if x), [*params, source]
     rows = narrowed(con, requests_sql(key, by), where)
-    parts = KEYS[key]
-    labels = ", ".join(f"any_value({p}) AS {p}" for p in parts)
+    parts = KEYS[key] if by == "url" else ()  # a key's own name is shown only --by url
+    labels = "".join(f", any_value({p}) AS {p}" for p in parts)
     per = con.execute(
         f"SELECT key_hash, excluded, count(*) AS requests, sum(duration_us) AS total_us, "
         f"min(cache_group) AS cache_group, min(duration_us) AS fastest_us, "
         f"coalesce(min(get_size) <> max(get_size), false) AS varies, "
-        f"min(start_us) AS first_us, max(start_us) AS last_us, {labels} "
+        f"min(start_us) AS first_us, max(start_us) AS last_us{labels} "
         f"FROM ({rows}) AS r GROUP BY key_hash, excluded",
         params,
     ).df()
@@ -145,8 +146,8 @@ def load(
     cacheable = per[per["excluded"].isna()]
     # a key whose 200 answers differ in size is one no TTL should serve, unless asked to keep it
     kept = cacheable if keep_varying else cacheable[~cacheable["varies"]]
-    names = [key_label(*p) for p in kept[list(parts)].itertuples(index=False)]
-    keys = kept.assign(cache_key=names).sort_values("cache_key", ignore_index=True)
+    names = [key_label(*p) for p in kept[list(parts)].itertuples(index=False)] if parts else None
+    keys = kept.assign(cache_key=names).sort_values("cache_key" if parts else "key_hash", ignore_index=True)
     keys.insert(0, "key_id", np.arange(len(keys), dtype=np.int64))
     client = "hash(client)" if clients else "0"
     cols = con.execute(
