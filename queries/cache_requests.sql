@@ -14,15 +14,17 @@
 --               a property of the key, not of one request: logan/answer/cache.py finds
 --               these keys from get_size when it numbers the keys
 --   no time     the log has no start or no response time for it
--- url_key is what a cache keys on by default: "host /path?query" ("/path?query" when the
--- log has no host); path_key drops the query (`--key path`). logan/answer/cache.py picks
--- one of them and the column its answer groups by, by name from a whitelist.
+-- A cache keys on host + path + query by default (key_host, key_path, key_query: '' where
+-- the log has none); `--key path` drops the query. logan/answer/cache.py tells keys apart
+-- by a hash of those parts (no key string is built per request) and writes a key as
+-- "host /path?query" only for the keys it shows. {series} is the column the answer groups
+-- the keys by (route or indirector, from the whitelist in logan/answer/cache.py; empty for
+-- --by url): the route is read only when asked for (it joins the route templates).
 SELECT
-  coalesce(nullif(vhost, '') || ' ', '') || coalesce(path, '') || coalesce('?' || nullif(query, ''), '')
-    AS url_key,
-  coalesce(nullif(vhost, '') || ' ', '') || coalesce(path, '') AS path_key,
-  route,
-  indirector,
+  coalesce(vhost, '') AS key_host,
+  coalesce(path, '') AS key_path,
+  coalesce(query, '') AS key_query,
+  {series}
   client,
   duration_us,
   coalesce(bytes_sent, 0) AS bytes_sent,

@@ -138,6 +138,36 @@ def test_every_number_against_numpy_on_the_raw_durations(logs):
         assert row["p_slower"] == pytest.approx(pairs, rel=1e-9)
 
 
+def test_p_and_q_values_are_scipys_on_the_raw_durations():
+    """The test is computed from counts per duration; scipy's, from every request, says the
+    same: six groups, durations with many ties, one group on one side only."""
+    from scipy.stats import false_discovery_control, mannwhitneyu
+
+    rng = np.random.default_rng(5)
+    raw, sides = {}, []
+    for s, shift in (("a", 0), ("b", 15)):
+        names = np.repeat([f"e{i}" for i in range(6)], 150)
+        us = (rng.integers(0, 40, len(names)) + np.where(names == "e2", shift, 0)) * 1000  # ties
+        rows = pd.DataFrame({"method": "GET", "indirector": names, "duration_us": us, "ts_start": T0})
+        rows = rows[~((rows["indirector"] == "e5") & (s == "b"))]  # e5: only on side A
+        raw[s] = rows
+        con = open_store(None).con
+        append_requests(con, rows)
+        sides.append(Side(con))
+    got = compare_sides(*sides, by="indirector", criteria=Criteria()).set_index("indirector")
+    want = {}
+    for name in [f"e{i}" for i in range(5)]:
+        xa, xb = (raw[s].loc[raw[s]["indirector"] == name, "duration_us"].to_numpy() for s in "ab")
+        r = mannwhitneyu(xb, xa, alternative="two-sided", method="asymptotic")
+        want[name] = r.pvalue
+        assert got.loc[name, "p_value"] == pytest.approx(r.pvalue, rel=1e-9)
+        assert got.loc[name, "p_slower"] == pytest.approx(r.statistic / (len(xa) * len(xb)), rel=1e-12)
+    assert got.loc["e2", "p_value"] < 1e-6 < got.loc["e0", "p_value"]  # the shifted one stands out
+    q = false_discovery_control(list(want.values()), method="bh")
+    assert got.loc[list(want), "q_value"].to_numpy() == pytest.approx(q, rel=1e-9)
+    assert pd.isna(got.loc["e5", "p_value"]) and got.loc["e5", "verdict"] == "only A"
+
+
 # --- The ways of naming the two sides --------------------------------------------------------
 def test_two_files_equal_two_periods_of_one_file(logs):
     periods = as_json(logs["all"], "--a-until", SPLIT, "--b-since", SPLIT)

@@ -192,7 +192,7 @@ def test_slower_names_the_endpoint_made_slower_against_the_day_before():
     store.close()
 
 
-def test_cache_saving_replays_a_key_asked_every_10_s_through_a_60_s_cache():
+def test_cache_candidates_replay_a_key_asked_every_10_s_through_a_60_s_cache():
     # one URL every 10 s for 10 min, 100 ms each: a copy lands 0.1 s after a miss and is
     # fresh for 60 s, so each miss is followed by 6 hits (by hand: misses at 0, 70, 140, ...,
     # 560 s: 9 of 60 requests)
@@ -205,11 +205,13 @@ def test_cache_saving_replays_a_key_asked_every_10_s_through_a_60_s_cache():
     store = open_store(None)
     append_requests(store.con, rows)
     report = rp.build_report(
-        store.con, rp.day_period(DAY, "UTC"), rp.ReportOptions(charts=False), ["cache_saving"]
+        store.con, rp.day_period(DAY, "UTC"), rp.ReportOptions(charts=False), ["cache"]
     )
-    table = report.section("cache_saving").tables[0].frame
-    assert table["backend_requests"].tolist() == [9]
-    assert table["hit_ratio"].tolist() == [pytest.approx(51 / 60)]
+    table = report.section("cache").tables[0].frame
+    assert table["ttl_s"].tolist() == [60, 3600]
+    # 1 h: the first request misses, every other one finds the copy (59 of 60)
+    assert table["backend_requests"].tolist() == [9, 1]
+    assert table["hit_ratio"].tolist() == [pytest.approx(51 / 60), pytest.approx(59 / 60)]
     store.close()
 
 

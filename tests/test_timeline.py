@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from logan.answer import in_flight as ifl
 from logan.answer.timeline import bucket_width_us, saturation, story, timeline
 from logan.answer.views import run_records, series_sql
 from logan.store import append_requests, open_store
@@ -116,6 +117,25 @@ def test_requests_in_flight_exact_against_a_brute_force_count() -> None:
     sql = run_records(con, series_sql("in_flight", []), "", [lo, lo + len(got) * width, width]).frame()
     assert sql.sort_values("bucket_us")["in_flight_max"].tolist() == most.tolist()
     assert sql.sort_values("bucket_us")["in_flight_mean"].to_numpy() == pytest.approx(mean, rel=1e-9)
+
+
+@pytest.mark.skipif(ifl._sweep is None, reason="the compiled sweep (logan/answer/_sweep.c) is not built here")
+def test_the_compiled_sweep_and_the_numpy_form_agree_with_a_brute_force_count() -> None:
+    """Ties on starts, ends and bucket edges, requests of no length, requests that outlast
+    the last bucket: both forms of in_flight, each against the brute force."""
+    rng = np.random.default_rng(11)
+    width, buckets = 1_000, 40
+    s = np.sort(rng.integers(0, 40, 3000) * 1_000 // 4 + rng.choice([0, 1, 250], 3000))  # many ties, edges
+    e = s + rng.choice([0, 0, 1, 250, 1_000, 5_000, 60_000], 3000)  # some of no length, some past the end
+    most, mean = brute_in_flight(s, e, 0, width, buckets)
+    edges = np.arange(0, (buckets + 1) * width, width)
+    c_most, c_area = ifl.swept(s, e, edges)
+    assert c_most.tolist() == most.tolist()
+    assert c_area / width == pytest.approx(mean, rel=1e-12)
+    assert ifl.most_in_flight(s, np.sort(e), edges).tolist() == most.tolist()
+    assert ifl.overlap_sums(s, e, edges) / width == pytest.approx(mean, rel=1e-12)
+    with pytest.raises(ValueError, match="sorted"):
+        ifl.swept(s[::-1].copy(), e, edges)
 
 
 def test_series_by_server_each_exact() -> None:

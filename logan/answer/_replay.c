@@ -219,9 +219,54 @@ e1:
     Py_RETURN_NONE;
 }
 
+/* since_last(key, start, keys, out): for each request (in start order), the time since the
+   previous request of its key, or -1 for a key's first: the reuse distance, in one pass
+   where numpy would sort every request by key. */
+static PyObject *since_last(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o_key, *o_start, *o_out;
+    long long keys;
+    if (!PyArg_ParseTuple(args, "OOLO", &o_key, &o_start, &keys, &o_out)) return NULL;
+    Py_buffer b_key, b_start, b_out;
+    PyObject *result = NULL;
+    if (get(o_key, &b_key, 'q', -1, 0) < 0) return NULL;
+    Py_ssize_t n = b_key.len / 8;
+    if (get(o_start, &b_start, 'q', n, 0) < 0) goto s1;
+    if (get(o_out, &b_out, 'q', n, 1) < 0) goto s2;
+    const int64_t *key = b_key.buf, *start = b_start.buf;
+    int64_t *out = b_out.buf, *last = malloc((size_t)(keys > 0 ? keys : 1) * 8);
+    if (!last) {
+        PyErr_NoMemory();
+        goto s3;
+    }
+    int bad = 0;
+    for (Py_ssize_t i = 0; i < n; i++) bad |= key[i] < 0 || key[i] >= keys;
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "since_last: a key out of range");
+    } else {
+        for (long long k = 0; k < keys; k++) last[k] = NONE;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t k = key[i];
+            out[i] = last[k] == NONE ? -1 : start[i] - last[k];
+            last[k] = start[i];
+        }
+        result = Py_None;
+        Py_INCREF(result);
+    }
+    free(last);
+s3:
+    PyBuffer_Release(&b_out);
+s2:
+    PyBuffer_Release(&b_start);
+s1:
+    PyBuffer_Release(&b_key);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"replay", replay, METH_VARARGS, "replay(slot, start, end, size, slots, n_workers, ttl, coalesce, "
                                      "revalidate_us, max_objects, max_bytes, outcome): see _replay.c"},
+    {"since_last", since_last, METH_VARARGS, "since_last(key, start, keys, out): see _replay.c"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -116,6 +116,17 @@ def replay(trace: Trace, model: Model) -> np.ndarray:
     return outcome
 
 
+def since_last(trace: Trace) -> np.ndarray:
+    """For each request, the microseconds since the previous request of its key (-1 for a
+    key's first): the reuse distance, in one compiled pass."""
+    if _replay is None:
+        raise LoganError("the cache simulator is not built (reinstall logan with a C compiler)")
+    out = np.empty(len(trace), np.int64)
+    _replay.since_last(np.ascontiguousarray(trace.key, np.int64), np.ascontiguousarray(trace.start, np.int64),
+                       trace.keys, out)  # fmt: skip
+    return out
+
+
 def per_key(trace: Trace, outcome: np.ndarray, hit_cost: np.ndarray, revalidate_us: int | None) -> dict:
     """Per key (arrays of length trace.keys): requests, hits (waited included), waited,
     revalidations, backend_requests, total_us and saved_us.

@@ -5,13 +5,18 @@ whether its response times changed beyond noise.
 A side is a store and the filters that pick its requests. The statistics are those of
 `logan stats` (queries/by_dimension.sql through logan.answer.stats), so a compare row agrees
 with `logan stats` on each side. The verdict comes from the requests themselves
-(queries/samples.sql): a Mann-Whitney U test per group (scipy.stats), the p-values of all
-groups adjusted for the number of groups (Benjamini-Hochberg), and a median that moved by at
-least `min_change`. docs/compare.md says why this test suits latencies.
+(queries/duration_counts.sql): a Mann-Whitney U test per group, the p-values of all groups
+adjusted for the number of groups (Benjamini-Hochberg), and a median that moved by at least
+`min_change`. docs/compare.md says why this test suits latencies. Both are written here
+with numpy from counts per duration, as scipy.stats.mannwhitneyu (asymptotic, two-sided,
+continuity corrected) and false_discovery_control compute them (tests/test_compare.py holds
+them equal): scipy would need every request in memory and its import alone took longer
+than the whole test.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -20,11 +25,10 @@ from typing import TYPE_CHECKING
 import duckdb
 import numpy as np
 
-from logan.answer.filters import parse_time
-from logan.answer.samples import samples
+from logan.answer.filters import filter_sql, parse_time
 from logan.answer.stats import columns_read as stats_columns_read
 from logan.answer.stats import stats_records
-from logan.answer.views import columns_named, dimension_columns, query_sql
+from logan.answer.views import columns_named, dimension_columns, query_sql, run_arrow
 from logan.errors import LoganError
 from logan.units import DURATION, missing, parse_duration
 
@@ -158,8 +162,7 @@ def compare_sides(
     """
     dims = dimension_columns(by)
     table = _side_by_side(_stats(a, by), _stats(b, by), dims)
-    durations = [samples(side.con, by, start=False, **side.filters) for side in (a, b)]
-    tests = _tests(*durations, dims, criteria)
+    tests = _tests([duration_counts(side, by) for side in (a, b)], dims, criteria)
     table = table.merge(tests, on=dims, how="left")
     table["q_value"] = _adjusted(table["p_value"])
     table["verdict"] = [_verdict(r, criteria) for r in table.itertuples()]
@@ -203,30 +206,76 @@ def _side_by_side(a: pd.DataFrame, b: pd.DataFrame, dims: list[str]) -> pd.DataF
     return out
 
 
-def _tests(a: pd.DataFrame, b: pd.DataFrame, dims: list[str], criteria: Criteria) -> pd.DataFrame:
+def duration_counts(side: Side, by: Sequence[str] | str) -> pd.DataFrame:
+    """queries/duration_counts.sql on one side: the group columns, duration_us, n."""
+    where, params = filter_sql(side.filters)
+    return run_arrow(side.con, query_sql("duration_counts", by), where, params).to_pandas()
+
+
+def _tests(counts: list[pd.DataFrame], dims: list[str], criteria: Criteria) -> pd.DataFrame:
     """Per group timed on both sides: Mann-Whitney U of B against A. p_slower (U over the
     pairs) for every such group; p_value only with `min_requests` a side."""
     import pandas as pd
-    from scipy.stats import mannwhitneyu
 
-    in_a = _durations_by_group(a, dims)
+    ids, keys = _group_ids(counts, dims)
+    group = np.concatenate(ids)
+    side = np.concatenate([np.full(len(c), s) for s, c in enumerate(counts)])
+    value = np.concatenate([c["duration_us"].to_numpy(np.int64) for c in counts])
+    n = np.concatenate([c["n"].to_numpy(np.float64) for c in counts])
+    na = np.bincount(group, weights=n * (side == 0), minlength=len(keys))
+    nb = np.bincount(group, weights=n * (side == 1), minlength=len(keys))
+    rank_b, ties = rank_sums(group, value, n, side == 1, len(keys))
     rows = []
-    for key, xb in _durations_by_group(b, dims).items():
-        xa = in_a.get(key)
-        if xa is None:
+    for k, key in enumerate(keys):
+        if na[k] == 0 or nb[k] == 0:
             continue
-        u, p = mannwhitneyu(xb, xa, alternative="two-sided", method="asymptotic")
-        tested = min(len(xa), len(xb)) >= criteria.min_requests
-        rows.append([*key, float(p) if tested else float("nan"), float(u) / (len(xa) * len(xb))])
+        u, p = mann_whitney(rank_b[k], ties[k], nb[k], na[k])
+        tested = min(na[k], nb[k]) >= criteria.min_requests
+        rows.append([*key, p if tested else float("nan"), u / (na[k] * nb[k])])
     return _plain_groups(pd.DataFrame(rows, columns=[*dims, "p_value", "p_slower"]), dims)
 
 
-def _durations_by_group(df: pd.DataFrame, dims: list[str]) -> dict[tuple, np.ndarray]:
-    """Each group's durations, keyed by its plain values (None where missing) so that the
-    two sides' groups meet whatever dtype each side's frame gave them."""
-    us = df["duration_us"].to_numpy()
-    groups = df.groupby(dims, dropna=False, sort=False).indices
-    return {_plain_key(k if isinstance(k, tuple) else (k,)): us[i] for k, i in groups.items()}
+def _group_ids(frames: list[pd.DataFrame], dims: list[str]) -> tuple[list[np.ndarray], list[tuple]]:
+    """Each row's group number, the groups numbered alike in every frame by their plain
+    values (None where missing) whatever dtype each frame gave them; and the groups."""
+    numbers: dict[tuple, int] = {}
+    ids = []
+    for df in frames:
+        local = df.groupby(dims, dropna=False, sort=False).ngroup().to_numpy()  # numbered as first seen
+        firsts = df.drop_duplicates(dims)[dims].itertuples(index=False)
+        found = [numbers.setdefault(_plain_key(tuple(row)), len(numbers)) for row in firsts]
+        ids.append(np.asarray(found, np.int64)[local] if len(df) else np.zeros(0, np.int64))
+    return ids, list(numbers)
+
+
+def rank_sums(group: np.ndarray, value: np.ndarray, n: np.ndarray, in_b: np.ndarray, groups: int) -> tuple:
+    """Per group, from counts `n` of each (group, value, side): the sum of side B's ranks
+    among both sides' values (equal values share their mean rank) and the tie term
+    sum(t^3 - t) over the runs of equal values."""
+    order = np.lexsort((value, group))
+    g, v, c, b = group[order], value[order], n[order], in_b[order]
+    new = np.r_[True, (g[1:] != g[:-1]) | (v[1:] != v[:-1])]  # a run of equal values starts
+    run = np.cumsum(new) - 1
+    t = np.bincount(run, weights=c)
+    t_b = np.bincount(run, weights=c * b)
+    run_group = g[new]
+    before = np.cumsum(t) - t  # values before the run, over all groups
+    first = np.r_[True, run_group[1:] != run_group[:-1]]
+    before -= np.repeat(before[first], np.diff(np.r_[np.flatnonzero(first), len(t)]))
+    mean_rank = before + (t + 1) / 2
+    return (np.bincount(run_group, weights=t_b * mean_rank, minlength=groups),
+            np.bincount(run_group, weights=t**3 - t, minlength=groups))  # fmt: skip
+
+
+def mann_whitney(rank_b: float, ties: float, nb: float, na: float) -> tuple[float, float]:
+    """U of B and the two-sided p-value by the normal approximation with tie and continuity
+    corrections (scipy.stats.mannwhitneyu(b, a, method="asymptotic"))."""
+    u_b = rank_b - nb * (nb + 1) / 2
+    u = max(u_b, na * nb - u_b)
+    n = na + nb
+    s = math.sqrt(na * nb / 12 * ((n + 1) - ties / (n * (n - 1))))
+    z = (u - na * nb / 2 - 0.5) / s if s > 0 else -math.inf
+    return u_b, min(1.0, math.erfc(z / math.sqrt(2)))
 
 
 def _plain_key(values: tuple) -> tuple:
@@ -236,12 +285,15 @@ def _plain_key(values: tuple) -> tuple:
 def _adjusted(p: pd.Series) -> pd.Series:
     """Benjamini-Hochberg q-values of the groups tested (NaN where untested): with 50
     groups, some p-value under 1% is expected by chance alone."""
-    from scipy.stats import false_discovery_control
-
     tested = p.dropna()
     q = p.astype("float64").copy()
     if len(tested):
-        q[tested.index] = false_discovery_control(tested.to_numpy(dtype=float), method="bh")
+        ps = tested.to_numpy(dtype=float)
+        order = np.argsort(ps)
+        scaled = ps[order] * len(ps) / np.arange(1, len(ps) + 1)
+        adjusted = np.empty(len(ps))
+        adjusted[order] = np.minimum(np.minimum.accumulate(scaled[::-1])[::-1], 1.0)
+        q[tested.index] = adjusted
     return q
 
 
@@ -277,4 +329,4 @@ def _ordered(table: pd.DataFrame, dims: list[str]) -> pd.DataFrame:
 
 def columns_read(by: Sequence[str] | str = ("indirector",), **filters) -> set[str]:
     """The `requests` columns a comparison reads: all a store made for it needs."""
-    return stats_columns_read(by, **filters) | columns_named(query_sql("samples", by))
+    return stats_columns_read(by, **filters) | columns_named(query_sql("duration_counts", by))

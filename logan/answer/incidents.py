@@ -361,7 +361,7 @@ def all_causes(con: duckdb.DuckDBPyConnection, frame: pd.DataFrame, windows: lis
     have = stored_columns(con) | {"source"}
     for column in (c for c in CAUSE_COLUMNS if c in have):
         totals = _named(value_totals(con, column, filters))
-        if totals.empty or (totals["value"] == NO_VALUE).all():
+        if totals["value"].nunique() < 2:  # one value (or none) everywhere: no share can move
             continue
         table = _named(value_counts(con, column, parts, width, filters)).pivot_table(
             index="value", columns="part", aggfunc="sum", fill_value=0
