@@ -204,9 +204,7 @@ def test_cache_candidates_replay_a_key_asked_every_10_s_through_a_60_s_cache():
     })  # fmt: skip
     store = open_store(None)
     append_requests(store.con, rows)
-    report = rp.build_report(
-        store.con, rp.day_period(DAY, "UTC"), rp.ReportOptions(charts=False), ["cache"]
-    )
+    report = rp.build_report(store.con, rp.day_period(DAY, "UTC"), rp.ReportOptions(charts=False), ["cache"])
     table = report.section("cache").tables[0].frame
     assert table["ttl_s"].tolist() == [60, 3600]
     # 1 h: the first request misses, every other one finds the copy (59 of 60)

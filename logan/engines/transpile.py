@@ -327,6 +327,9 @@ _FUNCTIONS = {
     "list_bool_and": _list_bool_and,
     "strlen": lambda a: _spark("octet_length(a)", a=a),
     "epoch_us": lambda a: _spark("unix_micros(a)", a=a),
+    # a 64-bit hash (logan cache tells keys apart by it): Spark's own hash() has 32 bits,
+    # where ten thousand keys already share one by chance
+    "hash": lambda *a: exp.Anonymous(this="xxhash64", expressions=list(a)),
     "to_microseconds": lambda a: _spark(
         "make_dt_interval(0, 0, 0, CAST(a AS DECIMAL(18, 0)) / 1000000)",
         a=a,
