@@ -168,6 +168,12 @@ def test_p_and_q_values_are_scipys_on_the_raw_durations():
     assert pd.isna(got.loc["e5", "p_value"]) and got.loc["e5", "verdict"] == "only A"
 
 
+def test_two_sides_without_timed_requests_give_no_verdict_and_no_error():
+    sides = [Side(open_store(None).con) for _ in "ab"]
+    got = compare_sides(*sides, by="indirector", criteria=Criteria())
+    assert got.empty
+
+
 # --- The ways of naming the two sides --------------------------------------------------------
 def test_two_files_equal_two_periods_of_one_file(logs):
     periods = as_json(logs["all"], "--a-until", SPLIT, "--b-since", SPLIT)

@@ -168,6 +168,18 @@ def test_sections_this_version_lacks_say_so(con):
 
 
 # --- What got slower, what a cache would save ----------------------------------------------
+def test_a_day_without_requests_is_a_report_that_says_so(con):
+    """cron runs the report of yesterday even when the server was down all day: every
+    section is there and says it has nothing, none stops the report."""
+    empty = rp.day_period(DAY + timedelta(days=30), "UTC")
+    report = rp.build_report(con, empty, rp.ReportOptions(charts=False))
+    assert [s.key for s in report.sections] == rp.SECTION_KEYS
+    assert report.section("incidents").verdict.startswith("no requests")
+    assert report.section("slower").verdict == "nothing changed beyond noise"
+    assert report.section("cache").verdict == "nothing a cache could answer"
+    assert not any(s.tables for s in report.sections if s.key not in ("headline", "health"))
+
+
 def test_slower_names_the_endpoint_made_slower_against_the_day_before():
     rng = np.random.default_rng(3)
     frames = []

@@ -252,6 +252,8 @@ def rank_sums(group: np.ndarray, value: np.ndarray, n: np.ndarray, in_b: np.ndar
     """Per group, from counts `n` of each (group, value, side): the sum of side B's ranks
     among both sides' values (equal values share their mean rank) and the tie term
     sum(t^3 - t) over the runs of equal values."""
+    if len(group) == 0:  # no timed request on either side
+        return np.zeros(groups), np.zeros(groups)
     order = np.lexsort((value, group))
     g, v, c, b = group[order], value[order], n[order], in_b[order]
     new = np.r_[True, (g[1:] != g[:-1]) | (v[1:] != v[:-1])]  # a run of equal values starts

@@ -396,7 +396,11 @@ def build_report(
         if spec.build is None:
             made.append(Section(spec.key, spec.title, NOT_AVAILABLE, available=False))
         else:
-            made.append(replace(spec.build(con, period, options), title=spec.title))
+            try:
+                section = spec.build(con, period, options)
+            except LoganError as exc:  # nothing to say of this period (a day without requests)
+                section = Section(spec.key, spec.title, str(exc))
+            made.append(replace(section, title=spec.title))
     return Report(options.label, period, made, tuple(options.failed))
 
 
