@@ -246,7 +246,8 @@ def _injections() -> list[str]:
 
 @pytest.mark.parametrize("evil", _injections())
 def test_sql_in_logs_and_options_is_data(tmp_path, evil):
-    line = _line().decode().replace("/production/file_metadata/modules/a", "/x" + evil.replace(" ", "%20"))
+    in_path = evil.replace(" ", "%20").replace('"', "%22")  # as a client sends it: a quote is escaped
+    line = _line().decode().replace("/production/file_metadata/modules/a", "/x" + in_path)
     path = tmp_path / "evil.log"
     path.write_text(line.replace('"Ruby"', '"' + evil.replace('"', '\\"') + '"') + "\n")
     s = ingest([str(path)], format="combined_D", profile="generic")
