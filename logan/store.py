@@ -251,7 +251,11 @@ def _connect(path: str, read_only: bool, wait: float) -> duckdb.DuckDBPyConnecti
     deadline = time.monotonic() + wait
     while True:
         try:
-            return duckdb.connect(path, read_only=read_only, config=_OFFLINE)
+            con = duckdb.connect(path, read_only=read_only, config=_OFFLINE)
+            # DuckDB draws a progress bar on stdout for a query past 2 s: it would land inside
+            # `-o csv > file`, and in the mail cron sends of whatever a job prints.
+            con.execute("SET enable_progress_bar = false")
+            return con
         except duckdb.Error as exc:
             held = _LOCK_HELD.search(str(exc))
             if held is None:

@@ -357,3 +357,20 @@ def test_follow_is_capital_f_as_in_tail(tmp_path):
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM requests").fetchone() == (1,)
     assert _options("ingest")["follow"] == ("--follow", "-F")
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_no_progress_bar_inside_an_answer(tmp_path, read_only):
+    """DuckDB draws its progress bar on stdout for a query past 2 s (the default of its
+    Python client): a slow `logan timeline --db S -o csv > f` on a busy machine wrote it into
+    the CSV. Every connection logan opens has it off."""
+    from logan.store import open_store
+
+    path = tmp_path / "s.duckdb"
+    open_store(path).close()
+    for where in (path, ":memory:"):
+        st = open_store(where, read_only=read_only and where != ":memory:")
+        try:
+            assert st.con.execute("SELECT current_setting('enable_progress_bar')").fetchall() == [(False,)]
+        finally:
+            st.close()
