@@ -212,7 +212,9 @@ def value_counts(con: duckdb.DuckDBPyConnection, columns: Sequence[str], parts: 
     return _per_column(got, columns, ["part"])
 
 
-def value_totals(con: duckdb.DuckDBPyConnection, columns: Sequence[str], filters: dict) -> dict[str, pd.DataFrame]:
+def value_totals(
+    con: duckdb.DuckDBPyConnection, columns: Sequence[str], filters: dict
+) -> dict[str, pd.DataFrame]:
     """queries/value_totals.sql for columns read together (see cause_groups): per column and
     value, requests, errors, time_us, timed."""
     where, params = filter_sql(filters)
@@ -223,7 +225,9 @@ def value_totals(con: duckdb.DuckDBPyConnection, columns: Sequence[str], filters
 MEASURES = ["requests", "errors", "time_us", "timed"]
 
 
-def _per_column(got: pd.DataFrame, columns: Sequence[str], keys: Sequence[str] = ()) -> dict[str, pd.DataFrame]:
+def _per_column(
+    got: pd.DataFrame, columns: Sequence[str], keys: Sequence[str] = ()
+) -> dict[str, pd.DataFrame]:
     """The amounts per combination of the columns' values summed per column: {column: rows
     of value, *keys, MEASURES}. A sum over no duration stays empty (NULL), as SQL's."""
     if len(columns) == 1:
