@@ -138,6 +138,31 @@ def test_the_compiled_sweep_and_the_numpy_form_agree_with_a_brute_force_count() 
         ifl.swept(s[::-1].copy(), e, edges)
 
 
+@pytest.mark.skipif(ifl._sweep is None, reason="the compiled sweep (logan/answer/_sweep.c) is not built here")
+def test_a_log_written_as_requests_end_is_put_in_start_order_by_moves_alone() -> None:
+    """Apache and nginx write a line when the request ends: the starts are in order but for
+    the requests in flight. Those few are moved into place (no sort), the same pairs as a
+    stable sort gives, and requests in flight stay exact; with too few moves allowed the
+    pairs are left a permutation of themselves for the sort."""
+    rows = random_rows(n=2500, seed=5)
+    written = rows.sort_values("ts_end", kind="stable")
+    s, e = us_of(written["ts_start"]).to_numpy(), us_of(written["ts_end"]).to_numpy()
+    assert not ifl._is_sorted(s)
+    order = np.argsort(s, kind="stable")
+    moved_s, moved_e = s.copy(), e.copy()
+    assert ifl._sweep.settle(moved_s, moved_e, ifl.SETTLE_MOVES * len(s))
+    assert moved_s.tolist() == s[order].tolist() and moved_e.tolist() == e[order].tolist()
+    few_s, few_e = s.copy(), e.copy()
+    assert not ifl._sweep.settle(few_s, few_e, 3)
+    assert sorted(zip(few_s.tolist(), few_e.tolist(), strict=True)) == sorted(
+        zip(s.tolist(), e.tolist(), strict=True)
+    )
+    got = timeline(store_of(written).con, bucket="10s")
+    most, mean = brute_in_flight(s, e, int(got["bucket_us"].iloc[0]), 10_000_000, len(got))
+    assert got["in_flight_max"].tolist() == most.tolist()
+    assert got["in_flight_mean"].to_numpy() == pytest.approx(mean, rel=1e-9)
+
+
 def test_series_by_server_each_exact() -> None:
     rows = random_rows(n=2000, seed=3)
     got = timeline(store_of(rows).con, by="server", bucket="30s")
