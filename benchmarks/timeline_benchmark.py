@@ -21,6 +21,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -89,15 +90,20 @@ def fresh(cmd: list[str], runs: int) -> tuple[float, float, float]:
     RSS (MB) of a command run in a fresh process: on a busy machine the CPU time is what the
     answer costs, the wall time what the machine's other work added to it."""
     walls, cpus, rss = [], [], []
-    for _ in range(runs):
-        t = time.perf_counter()
-        child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-        _, status, usage = os.wait4(child.pid, 0)  # this child's own rusage, not all children's
-        walls.append(time.perf_counter() - t)
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise SystemExit(f"{' '.join(cmd)} failed")
-        cpus.append(usage.ru_utime + usage.ru_stime)
-        rss.append(usage.ru_maxrss / 1024)  # Linux: kilobytes
+    with tempfile.NamedTemporaryFile("r") as peak:
+        # GNU time reports the peak RSS: a child forked from this process would count this
+        # process's own memory (the store it built) in its peak
+        timed = ["/usr/bin/time", "-f", "%M", "-o", peak.name, *cmd]
+        for _ in range(runs):
+            t = time.perf_counter()
+            child = subprocess.Popen(timed, stdout=subprocess.DEVNULL)
+            _, status, usage = os.wait4(child.pid, 0)  # this child's own rusage (with its child's)
+            walls.append(time.perf_counter() - t)
+            if os.waitstatus_to_exitcode(status) != 0:
+                raise SystemExit(f"{' '.join(cmd)} failed")
+            cpus.append(usage.ru_utime + usage.ru_stime)
+            peak.seek(0)
+            rss.append(int(peak.read().split()[-1]) / 1024)  # kilobytes
     return statistics.median(walls), statistics.median(cpus), statistics.median(rss)
 
 
