@@ -12,13 +12,7 @@
                  bucket (a request is in flight over [start, end))
      area:       float64[buckets], written: the microseconds of all requests' time inside
                  the bucket (the time-weighted mean in flight is area / width)
-   Both forms give the same numbers (tests/test_timeline.py holds them to a brute force).
-
-   settle(start, end, budget) -> bool
-     sorts the pairs (start[i], end[i]) by start in place, stably, by insertion: a log is in
-     start order but for a few requests written late, and moving those few costs less than
-     a sort of all. Gives up (False) after `budget` moves, the pairs then still the same
-     pairs in another order: the caller sorts them the general way. */
+   Both forms give the same numbers (tests/test_timeline.py holds them to a brute force). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -148,47 +142,8 @@ e1:
     return result;
 }
 
-static PyObject *settle(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *o_start, *o_end;
-    long long budget;
-    if (!PyArg_ParseTuple(args, "OOL", &o_start, &o_end, &budget)) return NULL;
-    Py_buffer b_start, b_end;
-    if (get(o_start, &b_start, 8, -1, 1) < 0) return NULL;
-    Py_ssize_t n = b_start.len / 8;
-    if (get(o_end, &b_end, 8, n, 1) < 0) {
-        PyBuffer_Release(&b_start);
-        return NULL;
-    }
-    int64_t *start = b_start.buf, *end = b_end.buf;
-    long long moves = 0;
-    int done = 1;
-    Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 1; i < n && done; i++) {
-        if (start[i] >= start[i - 1]) continue;
-        int64_t s = start[i], e = end[i];
-        Py_ssize_t j = i;
-        while (j > 0 && start[j - 1] > s) { /* strictly greater: equal starts keep their order */
-            start[j] = start[j - 1];
-            end[j] = end[j - 1];
-            j--;
-            if (++moves > budget) {
-                done = 0;
-                break;
-            }
-        }
-        start[j] = s; /* the pair held is put back wherever the move stopped */
-        end[j] = e;
-    }
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&b_end);
-    PyBuffer_Release(&b_start);
-    return PyBool_FromLong(done);
-}
-
 static PyMethodDef methods[] = {
     {"sweep", sweep, METH_VARARGS, "sweep(start, end, lo, width, most, area): see _sweep.c"},
-    {"settle", settle, METH_VARARGS, "settle(start, end, budget) -> bool: see _sweep.c"},
     {NULL, NULL, 0, NULL},
 };
 
