@@ -51,10 +51,12 @@ def in_flight(
     in_flight_max, in_flight_mean."""
     import pandas as pd
 
-    if not cols:  # as Arrow: a third of fetchnumpy's time for 10 M timestamps
+    if not cols:  # as Arrow: half the CPU time of fetchnumpy for 10 M timestamps
         spans = run_arrow(con, series_sql("request_spans", cols), where, params)
-        s, e = spans.column("s").to_numpy(), spans.column("e").to_numpy()
-        del spans  # the arrays are copies of its chunks: 16 bytes a request less held
+        s = spans.column("s").to_numpy()  # a copy of the chunks: each column let go once copied
+        spans = spans.drop_columns(["s"])
+        e = spans.column("e").to_numpy()
+        del spans
         return _one(s, e, lo, hi, width)
     cur = run_cursor(con, series_sql("request_spans", cols), where, params)
     frames = []
