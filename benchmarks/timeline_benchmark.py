@@ -10,17 +10,18 @@ from one requester group in the evening, log-normal durations (a few seconds lon
 requests overlap), six endpoints, four servers, some 5xx. Times `logan timeline --db STORE
 -o csv` and `logan incidents --db STORE -o json` in a fresh process per run (what a user
 waits for, Python start-up included), and the exact requests-in-flight computation alone on
-an open store (logan.answer.in_flight). Medians printed, with the machine's load average.
+an open store (logan.answer.in_flight). Medians printed (wall, CPU seconds of user and
+system time in all threads, peak RSS), with the machine's load average before and after.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -84,19 +85,26 @@ def store_for(rows: int) -> Path:
     return db
 
 
-def fresh(cmd: list[str], runs: int) -> tuple[float, float]:
-    """Median wall seconds and median CPU seconds (user + system, all threads) of a command
-    run in a fresh process: on a busy machine the CPU time is what the answer costs, the
-    wall time what the machine's other work added to it."""
-    walls, cpus = [], []
-    for _ in range(runs):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t = time.perf_counter()
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-        walls.append(time.perf_counter() - t)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-    return statistics.median(walls), statistics.median(cpus)
+def fresh(cmd: list[str], runs: int) -> tuple[float, float, float]:
+    """Median wall seconds, median CPU seconds (user + system, all threads) and median peak
+    RSS (MB) of a command run in a fresh process: on a busy machine the CPU time is what the
+    answer costs, the wall time what the machine's other work added to it."""
+    walls, cpus, rss = [], [], []
+    with tempfile.NamedTemporaryFile("r") as peak:
+        # GNU time reports the peak RSS: a child forked from this process would count this
+        # process's own memory (the store it built) in its peak
+        timed = ["/usr/bin/time", "-f", "%M", "-o", peak.name, *cmd]
+        for _ in range(runs):
+            t = time.perf_counter()
+            child = subprocess.Popen(timed, stdout=subprocess.DEVNULL)
+            _, status, usage = os.wait4(child.pid, 0)  # this child's own rusage (with its child's)
+            walls.append(time.perf_counter() - t)
+            if os.waitstatus_to_exitcode(status) != 0:
+                raise SystemExit(f"{' '.join(cmd)} failed")
+            cpus.append(usage.ru_utime + usage.ru_stime)
+            peak.seek(0)
+            rss.append(int(peak.read().split()[-1]) / 1024)  # kilobytes
+    return statistics.median(walls), statistics.median(cpus), statistics.median(rss)
 
 
 def in_flight_alone(db: Path, width: int, runs: int) -> tuple[float, float]:
@@ -126,14 +134,15 @@ def main() -> None:
     buckets = {None: "auto (15 min, 96 buckets)", "1m": "1 min, 1,440 buckets", "10s": "10 s, 8,640 buckets"}
     for bucket, said in buckets.items():
         opt = ["--bucket", bucket] if bucket else []
-        tl_wall, tl_cpu = fresh([*logan, "timeline", "--db", str(db), "-o", "csv", *opt], a.runs)
-        inc_wall, inc_cpu = fresh([*logan, "incidents", "--db", str(db), "-o", "json", *opt], a.runs)
-        print(f"  buckets {said}: timeline {tl_wall:.2f} s ({tl_cpu:.2f} CPU-s), "
-              f"incidents {inc_wall:.2f} s ({inc_cpu:.2f} CPU-s), fresh process")  # fmt: skip
-    start_wall, start_cpu = fresh([*logan, "--version"], a.runs)
-    print(f"  start-up alone (logan --version): {start_wall:.2f} s ({start_cpu:.2f} CPU-s)")
+        tl = fresh([*logan, "timeline", "--db", str(db), "-o", "csv", *opt], a.runs)
+        inc = fresh([*logan, "incidents", "--db", str(db), "-o", "json", *opt], a.runs)
+        print(f"  buckets {said}: timeline {tl[0]:.2f} s ({tl[1]:.2f} CPU-s, {tl[2]:.0f} MB), "
+              f"incidents {inc[0]:.2f} s ({inc[1]:.2f} CPU-s, {inc[2]:.0f} MB), fresh process")  # fmt: skip
+    start = fresh([*logan, "--version"], a.runs)
+    print(f"  start-up alone (logan --version): {start[0]:.2f} s ({start[1]:.2f} CPU-s, {start[2]:.0f} MB)")
     wall, cpu = in_flight_alone(db, 900_000_000, a.runs)
     print(f"  requests in flight alone (open store, 96 buckets): {wall:.2f} s ({cpu:.2f} CPU-s)")
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

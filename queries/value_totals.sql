@@ -2,8 +2,9 @@
 --
 -- The baseline of an incident's causes is these totals less the incident windows (a plain
 -- GROUP BY: a tenth of the cost of placing every request in its bucket). {series} and
--- {columns} are the one column asked about, from the fixed whitelist in
--- logan/answer/incidents.py (CAUSE_COLUMNS), never user text.
+-- {columns} are the columns asked about (one, or several whose combinations are few, read
+-- in one pass and summed per column by logan/answer/incidents.py), from the fixed
+-- whitelist there (CAUSE_COLUMNS), never user text.
 SELECT
   {series}
   count(*) AS requests,

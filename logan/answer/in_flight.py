@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import duckdb
 import numpy as np
 
-from logan.answer.views import run_cursor, series_sql
+from logan.answer.views import run_arrow, run_cursor, series_sql
 
 try:
     from logan.answer import _sweep
@@ -51,10 +51,14 @@ def in_flight(
     in_flight_max, in_flight_mean."""
     import pandas as pd
 
+    if not cols:  # as Arrow: half the CPU time of fetchnumpy for 10 M timestamps
+        spans = run_arrow(con, series_sql("request_spans", cols), where, params)
+        s = spans.column("s").to_numpy()  # a copy of the chunks: each column let go once copied
+        spans = spans.drop_columns(["s"])
+        e = spans.column("e").to_numpy()
+        del spans
+        return _one(s, e, lo, hi, width)
     cur = run_cursor(con, series_sql("request_spans", cols), where, params)
-    if not cols:
-        spans = cur.fetchnumpy()
-        return _one(spans["s"], spans["e"], lo, hi, width)
     frames = []
     for key, rows in cur.df().groupby(list(cols), dropna=False, sort=False):
         one = _one(rows["s"].to_numpy(), rows["e"].to_numpy(), lo, hi, width)
@@ -72,9 +76,7 @@ def _one(s: np.ndarray, e: np.ndarray, lo: int, hi: int, width: int) -> pd.DataF
     if len(s) == 0:  # no request with both times (a log without durations): nothing to say
         nothing = np.full(len(edges) - 1, np.nan)
         return pd.DataFrame({"bucket_us": edges[:-1], "in_flight_max": nothing, "in_flight_mean": nothing})
-    s, e = _us(s), _us(e)
-    order = np.argsort(s, kind="stable")  # timsort: a log is nearly sorted by start
-    s, e = s[order], e[order]
+    s, e = in_start_order(_us(s), _us(e))
     most, area = (
         swept(s, e, edges)
         if _sweep is not None
@@ -91,6 +93,21 @@ def swept(s: np.ndarray, e: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, 
         np.ascontiguousarray(s), np.ascontiguousarray(e), int(edges[0]), int(edges[1] - edges[0]), most, area
     )
     return most, area
+
+
+def in_start_order(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs (s, e) sorted by start (epoch us): as they are when they are in order, no
+    copy; else by numpy's stable sort (timsort: a log written as requests end, and the long
+    runs a parallel scan hands a store's row groups over in, merge in about linear time;
+    measured faster than moving the late starts into place or merging the runs in C)."""
+    if _is_sorted(s):
+        return s, e
+    order = np.argsort(s, kind="stable")
+    return s[order], e[order]
+
+
+def _is_sorted(s: np.ndarray) -> bool:
+    return bool(len(s) < 2 or (s[1:] >= s[:-1]).all())
 
 
 def _us(times: np.ndarray) -> np.ndarray:

@@ -13,11 +13,13 @@ value's share of the window's extra requests, errors or time against what the ba
 predicts (its explanatory power) and how surprising its share is (Jensen-Shannon); per
 dimension the most surprising values that together explain most of the change, and the
 dimensions ranked by that surprise. The per-value counts come from
-queries/incident_shares.sql.
+queries/value_totals.sql and queries/incident_shares.sql, the few-valued columns read
+together in one pass (cause_groups).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -169,7 +171,7 @@ def servers_down(
         return down
     width = int(frame["width_us"].iloc[0])
     parts = pd.DataFrame({"bucket_us": frame["bucket_us"], "part": frame["bucket_us"].astype(str)})
-    per = value_counts(con, "server", parts, width, filters)
+    per = value_counts(con, ["server"], parts, width, filters)["server"]
     if per.empty or per["value"].nunique() < 2:
         return down
     counts = per.pivot_table(index="part", columns="value", values="requests", aggfunc="sum", fill_value=0)
@@ -191,10 +193,10 @@ def servers_down(
     return down
 
 
-def value_counts(con: duckdb.DuckDBPyConnection, column: str, parts: pd.DataFrame, width: int,
-                 filters: dict) -> pd.DataFrame:  # fmt: skip
-    """queries/incident_shares.sql for one column: per value and part (of `parts`: bucket_us
-    -> part), requests, errors, time_us, timed."""
+def value_counts(con: duckdb.DuckDBPyConnection, columns: Sequence[str], parts: pd.DataFrame, width: int,
+                 filters: dict) -> dict[str, pd.DataFrame]:  # fmt: skip
+    """queries/incident_shares.sql for columns read together (see cause_groups): per column,
+    per value and part (of `parts`: bucket_us -> part), requests, errors, time_us, timed."""
     import pandas as pd
 
     where, params = filter_sql(filters)
@@ -203,18 +205,55 @@ def value_counts(con: duckdb.DuckDBPyConnection, column: str, parts: pd.DataFram
     con.register("incident_buckets", parts)
     try:
         got = run_cursor(
-            con, series_sql("incident_shares", [_cause(column)]), where, [*params, width, *span]
+            con, series_sql("incident_shares", [_cause(c) for c in columns]), where, [*params, width, *span]
         ).df()
     finally:
         con.unregister("incident_buckets")
-    return got.rename(columns={column: "value"})
+    return _per_column(got, columns, ["part"])
 
 
-def value_totals(con: duckdb.DuckDBPyConnection, column: str, filters: dict) -> pd.DataFrame:
-    """queries/value_totals.sql for one column: per value, requests, errors, time_us, timed."""
+def value_totals(
+    con: duckdb.DuckDBPyConnection, columns: Sequence[str], filters: dict
+) -> dict[str, pd.DataFrame]:
+    """queries/value_totals.sql for columns read together (see cause_groups): per column and
+    value, requests, errors, time_us, timed."""
     where, params = filter_sql(filters)
-    got = run_cursor(con, series_sql("value_totals", [_cause(column)]), where, params).df()
-    return got.rename(columns={column: "value"})
+    got = run_cursor(con, series_sql("value_totals", [_cause(c) for c in columns]), where, params).df()
+    return _per_column(got, columns)
+
+
+MEASURES = ["requests", "errors", "time_us", "timed"]
+
+
+def _per_column(
+    got: pd.DataFrame, columns: Sequence[str], keys: Sequence[str] = ()
+) -> dict[str, pd.DataFrame]:
+    """The amounts per combination of the columns' values summed per column: {column: rows
+    of value, *keys, MEASURES}. A sum over no duration stays empty (NULL), as SQL's."""
+    if len(columns) == 1:
+        return {columns[0]: got.rename(columns={columns[0]: "value"})}
+    return {
+        c: got.groupby([c, *keys], dropna=False, sort=False)[MEASURES]
+        .sum(min_count=1)
+        .reset_index()
+        .rename(columns={c: "value"})
+        for c in columns
+    }
+
+
+# Read in a query of their own: a column of many values (a requester per client, a route per
+# URL template) would make the combinations as many as the requests, and `source` is read
+# through the join with the ingests. The other cause columns are read in one GROUP BY (their
+# combinations are few) and summed per column in pandas: one pass over the requests, not one
+# per column.
+ON_THEIR_OWN = ("requester", "route", "source")
+
+
+def cause_groups(columns: Sequence[str]) -> list[list[str]]:
+    """The cause columns as the queries read them: the few-valued ones together, the others
+    one by one."""
+    together = [c for c in columns if c not in ON_THEIR_OWN]
+    return ([together] if together else []) + [[c] for c in columns if c in ON_THEIR_OWN]
 
 
 def _cause(column: str) -> str:
@@ -343,8 +382,9 @@ def _inside(frame: pd.DataFrame, spans: list[tuple[object, object]]) -> np.ndarr
 
 def all_causes(con: duckdb.DuckDBPyConnection, frame: pd.DataFrame, windows: list[tuple[int, int]],
                baseline: np.ndarray, measures: list[str], filters: dict) -> list[list[dict]]:  # fmt: skip
-    """For each window, its causes (see `explain`), from one query per dimension for all
-    windows at once."""
+    """For each window, its causes (see `explain`), from two queries (the totals, the
+    windows) for all windows and the few-valued dimensions at once, and two for each
+    many-valued one (cause_groups)."""
     import pandas as pd
 
     if not windows:
@@ -359,14 +399,17 @@ def all_causes(con: duckdb.DuckDBPyConnection, frame: pd.DataFrame, windows: lis
     seconds["baseline"] = baseline.sum() * width / 1e6
     found: list[list[tuple[float, str, list[dict]]]] = [[] for _ in windows]
     have = stored_columns(con) | {"source"}
-    for column in (c for c in CAUSE_COLUMNS if c in have):
-        totals = _named(value_totals(con, column, filters))
-        if totals["value"].nunique() < 2:  # one value (or none) everywhere: no share can move
-            continue
-        table = _named(value_counts(con, column, parts, width, filters)).pivot_table(
-            index="value", columns="part", aggfunc="sum", fill_value=0
-        )
-        table = _with_baseline(table, totals.groupby("value").sum())
+    totals: dict[str, pd.DataFrame] = {}
+    for group in cause_groups([c for c in CAUSE_COLUMNS if c in have]):
+        totals.update({c: _named(got) for c, got in value_totals(con, group, filters).items()})
+    # one value (or none) everywhere: no share can move
+    moving = [c for c in CAUSE_COLUMNS if c in totals and totals[c]["value"].nunique() >= 2]
+    counts: dict[str, pd.DataFrame] = {}
+    for group in cause_groups(moving):
+        counts.update(value_counts(con, group, parts, width, filters))
+    for column in moving:
+        table = _named(counts[column]).pivot_table(index="value", columns="part", aggfunc="sum", fill_value=0)
+        table = _with_baseline(table, totals[column].groupby("value").sum())
         for i in range(len(windows)):
             if str(i) not in table["requests"].columns or "baseline" not in table["requests"].columns:
                 continue
