@@ -148,7 +148,8 @@ def medians(values: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
     an even count, as pandas and numpy give it. One compiled pass and a selection per group."""
     _built()
     out = np.empty(groups, np.float64)
-    _replay.medians(np.ascontiguousarray(values, np.int64), np.ascontiguousarray(group, np.int64), groups, out)
+    values, group = (np.ascontiguousarray(v, np.int64) for v in (values, group))
+    _replay.medians(values, group, groups, out)
     return out
 
 
@@ -161,7 +162,11 @@ def key_totals(trace: Trace) -> dict:
 
 
 def per_key(
-    trace: Trace, outcome: np.ndarray, hit_cost: np.ndarray, revalidate_us: int | None, totals: dict | None = None
+    trace: Trace,
+    outcome: np.ndarray,
+    hit_cost: np.ndarray,
+    revalidate_us: int | None,
+    totals: dict | None = None,
 ) -> dict:
     """Per key (arrays of length trace.keys): requests, hits (waited included), waited,
     revalidations, backend_requests, total_us and saved_us; `totals` is key_totals(trace)
@@ -175,9 +180,10 @@ def per_key(
     totals = key_totals(trace) if totals is None else totals
     hits, waited, revalidations = (np.zeros(n, np.int64) for _ in range(3))
     saved = np.zeros(n, np.float64)
-    _replay.tally(np.ascontiguousarray(trace.key, np.int64), np.ascontiguousarray(outcome, np.int8),
-                  np.ascontiguousarray(trace.duration, np.int64), np.ascontiguousarray(hit_cost, np.float64),
-                  -1 if revalidate_us is None else int(revalidate_us), hits, waited, revalidations, saved)  # fmt: skip
+    key, duration = (np.ascontiguousarray(v, np.int64) for v in (trace.key, trace.duration))
+    reval = -1 if revalidate_us is None else int(revalidate_us)
+    outcome, cost = np.ascontiguousarray(outcome, np.int8), np.ascontiguousarray(hit_cost, np.float64)
+    _replay.tally(key, outcome, duration, cost, reval, hits, waited, revalidations, saved)
     return {
         "requests": totals["requests"],
         "hits": hits,
