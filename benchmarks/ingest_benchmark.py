@@ -79,14 +79,22 @@ def log_file(dialect: str, gb: float) -> Path:
 
 
 def run(cmd: list[str]) -> tuple[float, int]:
-    """Wall seconds and peak RSS (bytes) of one command run in a fresh process."""
+    """Wall seconds and peak RSS (bytes) of one command run in a fresh process.
+
+    The peak is GNU time's, taken where the command starts from a small process: the
+    ru_maxrss that wait4 gives for a child starts at what its parent held when it forked, so a
+    benchmark that has opened a store itself would count its own memory as the command's."""
+    gnu_time = "/usr/bin/time" if Path("/usr/bin/time").exists() else None
+    timed = [gnu_time, "-f", "peak-rss-kb %M", *cmd] if gnu_time else cmd
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(timed, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"{cmd[0]} failed: {proc.stderr.read().decode()[-2000:]}")
-    return wall, usage.ru_maxrss * 1024
+        raise RuntimeError(f"{cmd[0]} failed: {err[-2000:]}")
+    said = [line for line in err.splitlines() if line.startswith("peak-rss-kb ")]
+    return wall, int(said[-1].split()[1]) * 1024 if said else usage.ru_maxrss * 1024
 
 
 def tools(dialect: str, log: Path, workdir: Path, stats: bool) -> dict[str, list[str]]:
