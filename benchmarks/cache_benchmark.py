@@ -19,6 +19,8 @@ the median of --runs:
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -78,13 +80,24 @@ def generated(rows: int) -> Path:
     return db
 
 
+CPU: list[float] = []  # the median CPU seconds of the last timed() call
+
+
 def timed(fn: Callable[[], object], runs: int) -> tuple[float, object]:
-    times, out = [], None
+    """Median wall seconds of `runs` calls (and their median CPU seconds, every thread of
+    this process, in CPU[0]: on a shared machine the wall time grows with others' load)."""
+    times, cpu, out = [], [], None
     for _ in range(runs):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         out = fn()
         times.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
+    CPU[:] = [statistics.median(cpu)]
     return statistics.median(times), out
+
+
+def load_average() -> str:
+    return f"load average {os.getloadavg()[0]:.1f}"
 
 
 def python_ttl_replay(trace: cs.Trace, ttl: int) -> int:
@@ -149,17 +162,17 @@ def main() -> None:
         for workers in (1, 20):
             s, ans = timed(lambda w=workers: ca.cache(store.con, by="indirector", ttl=TTLS, workers=w,
                                                       keep_varying=True), a.runs)  # fmt: skip
-            print(f"logan.cache(ttl={TTLS}, workers={workers}): {s:.2f} s, "
-                  f"{int(ans.totals['requests'].iloc[0]):,} cacheable requests replayed")  # fmt: skip
-        s, loaded = timed(lambda: ca.load(store.con, keep_varying=True), 1)
+            n_cacheable = int(ans.totals["requests"].iloc[0])
+            print(f"logan.cache(ttl={TTLS}, workers={workers}): {s:.2f} s ({CPU[0]:.2f} CPU-s, "
+                  f"{load_average()}), {n_cacheable:,} cacheable requests replayed")  # fmt: skip
+        s, loaded = timed(lambda: ca.load(store.con, by="indirector", keep_varying=True), a.runs)
     t = loaded.trace
-    print(f"  of which reading the rows (load): {s:.2f} s")
+    print(f"  of which reading the rows (load): {s:.2f} s ({CPU[0]:.2f} CPU-s, {load_average()})")
     for workers in (1, 20):
         m = cs.Model(ttl_us=60_000_000, workers=workers)
         s, _ = timed(lambda m=m: cs.replay(t, m), a.runs)
-        print(
-            f"  the replay alone, one TTL, workers={workers}: {s:.3f} s ({len(t) / s / 1e6:.0f} M requests/s)"
-        )
+        print(f"  the replay alone, one TTL, workers={workers}: {s:.3f} s "
+              f"({len(t) / s / 1e6:.0f} M requests/s, {CPU[0]:.3f} CPU-s)")  # fmt: skip
 
     m = min(1_000_000, len(t))
     one = cs.Trace(t.key[:m], t.client[:m], t.start[:m], t.end[:m], t.duration[:m], t.size[:m], t.keys)
@@ -186,6 +199,8 @@ def main() -> None:
         s_l, r_l = other
         print(f"libCacheSim LRU, same trace: {s_l * 1e3:.0f} ms ({m / s_l / 1e6:.0f} M/s, "
               f"hit ratio {r_l:.3f}); logan's replay takes {s_c / s_l:.2f}x its time")  # fmt: skip
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak RSS of this process: {peak:.0f} MiB; {load_average()}")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,9 @@ SELECT
   coalesce(query, '') AS key_query,
   {series}
   client,
+  -- the line's number in its log: requests that started in the same microsecond are
+  -- replayed in the order their log wrote them
+  coalesce(line_no, 0) AS line_no,
   duration_us,
   coalesce(bytes_sent, 0) AS bytes_sent,
   date_diff('microsecond', TIMESTAMP '1970-01-01', ts_start) AS start_us,

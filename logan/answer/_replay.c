@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 
 #define NONE INT64_MIN
 
@@ -263,10 +264,178 @@ s1:
     return result;
 }
 
+/* tally(key, outcome, duration, hit_cost, revalidate_us, hits, waited, revalidated, saved):
+   the sums of one replay per key, in one pass where numpy made a mask and a bincount each.
+   hits counts both kinds of hit (a fresh copy, a fill waited for); saved adds, in request
+   order (so the float sums are numpy's bincount's to the bit), a hit's duration minus its
+   key's hit_cost and a revalidation's duration minus revalidate_us, never below zero.
+   key: int64[n] in [0, keys); outcome: int8[n]; duration: int64[n]; hit_cost: float64[keys];
+   hits, waited, revalidated: int64[keys] and saved: float64[keys], added to. */
+static PyObject *tally(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o_key, *o_out, *o_dur, *o_cost, *o_hits, *o_waited, *o_reval, *o_saved;
+    long long reval;
+    if (!PyArg_ParseTuple(args, "OOOOLOOOO", &o_key, &o_out, &o_dur, &o_cost, &reval, &o_hits, &o_waited,
+                          &o_reval, &o_saved))
+        return NULL;
+    Py_buffer b[8];
+    int got = 0;
+    PyObject *result = NULL;
+    if (get(o_key, &b[got], 'q', -1, 0) < 0) goto t_done;
+    got++;
+    Py_ssize_t n = b[0].len / 8;
+    if (get(o_out, &b[got], 'b', n, 0) < 0) goto t_done;
+    got++;
+    if (get(o_dur, &b[got], 'q', n, 0) < 0) goto t_done;
+    got++;
+    if (get(o_cost, &b[got], 'd', -1, 0) < 0) goto t_done;
+    got++;
+    Py_ssize_t keys = b[3].len / 8;
+    PyObject *outs[4] = {o_hits, o_waited, o_reval, o_saved};
+    for (int j = 0; j < 4; j++) {
+        if (get(outs[j], &b[got], 'q', keys, 1) < 0) goto t_done;
+        got++;
+    }
+    const int64_t *key = b[0].buf, *dur = b[2].buf;
+    const int8_t *outcome = b[1].buf;
+    const double *cost = b[3].buf;
+    int64_t *hits = b[4].buf, *waited = b[5].buf, *revalidated = b[6].buf;
+    double *saved = b[7].buf;
+    int bad = 0;
+    for (Py_ssize_t i = 0; i < n; i++) bad |= key[i] < 0 || key[i] >= keys;
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "tally: a key out of range");
+        goto t_done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t k = key[i];
+        int8_t o = outcome[i];
+        double d;
+        if (o == 1 || o == 2) {
+            hits[k] += 1;
+            waited[k] += o == 2;
+            d = (double)dur[i] - cost[k];
+        } else if (o == 3) {
+            revalidated[k] += 1;
+            if (reval < 0) continue;
+            d = (double)dur[i] - (double)reval;
+        } else {
+            continue;
+        }
+        saved[k] += d < 0 ? 0.0 : d; /* NaN stays NaN, as numpy.maximum keeps it */
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+t_done:
+    while (got > 0) PyBuffer_Release(&b[--got]);
+    return result;
+}
+
+/* The k-th smallest of a[0..n) (0-based), a reordered so that a[k] holds it, every value
+   before it no larger and every value after it no smaller (Hoare's selection, median of
+   three pivots: equal values stop both scans, so a run of them splits evenly). */
+static int64_t select_kth(int64_t *a, Py_ssize_t n, Py_ssize_t k) {
+    Py_ssize_t lo = 0, hi = n - 1;
+    while (hi > lo) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        int64_t x = a[lo], y = a[mid], z = a[hi], pivot;
+        pivot = (x < y) ? ((y < z) ? y : (x < z ? z : x)) : ((x < z) ? x : (y < z ? z : y));
+        Py_ssize_t i = lo, j = hi;
+        while (i <= j) {
+            while (a[i] < pivot) i++;
+            while (a[j] > pivot) j--;
+            if (i <= j) {
+                int64_t t = a[i];
+                a[i] = a[j];
+                a[j] = t;
+                i++;
+                j--;
+            }
+        }
+        if (k <= j) hi = j;
+        else if (k >= i) lo = i;
+        else return a[k];
+    }
+    return a[k];
+}
+
+/* medians(values, group, n_groups, out): per group, the median of the values whose group
+   is in [0, n_groups) (others skipped); NaN for a group without one. An even count gives
+   the mean of the two middle values, as pandas and numpy do. The values are laid out by
+   group (a counting sort: two passes) and each group's middle found by selection, where a
+   sort of every value by group took most of the time. */
+static PyObject *medians(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o_val, *o_grp, *o_out;
+    long long groups;
+    if (!PyArg_ParseTuple(args, "OOLO", &o_val, &o_grp, &groups, &o_out)) return NULL;
+    if (groups < 0) {
+        PyErr_SetString(PyExc_ValueError, "medians: n_groups must be >= 0");
+        return NULL;
+    }
+    Py_buffer b_val, b_grp, b_out;
+    PyObject *result = NULL;
+    if (get(o_val, &b_val, 'q', -1, 0) < 0) return NULL;
+    Py_ssize_t n = b_val.len / 8;
+    if (get(o_grp, &b_grp, 'q', n, 0) < 0) goto m1;
+    if (get(o_out, &b_out, 'd', groups, 1) < 0) goto m2;
+    const int64_t *val = b_val.buf, *grp = b_grp.buf;
+    double *out = b_out.buf;
+    Py_ssize_t *first = calloc((size_t)groups + 1, sizeof(Py_ssize_t));
+    Py_ssize_t *fill = malloc((size_t)(groups ? groups : 1) * sizeof(Py_ssize_t));
+    int64_t *laid = malloc((size_t)(n ? n : 1) * 8);
+    if (!first || !fill || !laid) {
+        PyErr_NoMemory();
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (grp[i] >= 0 && grp[i] < groups) first[grp[i] + 1] += 1;
+        for (long long g = 0; g < groups; g++) first[g + 1] += first[g];
+        memcpy(fill, first, (size_t)groups * sizeof(Py_ssize_t));
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (grp[i] >= 0 && grp[i] < groups) laid[fill[grp[i]]++] = val[i];
+        for (long long g = 0; g < groups; g++) {
+            Py_ssize_t m = first[g + 1] - first[g];
+            int64_t *a = laid + first[g];
+            if (m == 0) {
+                out[g] = NAN;
+                continue;
+            }
+            Py_ssize_t k = (m - 1) / 2;
+            double lower = (double)select_kth(a, m, k);
+            if (m % 2) {
+                out[g] = lower;
+            } else {
+                int64_t upper = a[k + 1]; /* the smallest of those after the k-th */
+                for (Py_ssize_t i = k + 2; i < m; i++)
+                    if (a[i] < upper) upper = a[i];
+                out[g] = (lower + (double)upper) / 2;
+            }
+        }
+        Py_END_ALLOW_THREADS
+        result = Py_None;
+        Py_INCREF(result);
+    }
+    free(fill);
+    free(first);
+    free(laid);
+    PyBuffer_Release(&b_out);
+m2:
+    PyBuffer_Release(&b_grp);
+m1:
+    PyBuffer_Release(&b_val);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"replay", replay, METH_VARARGS, "replay(slot, start, end, size, slots, n_workers, ttl, coalesce, "
                                      "revalidate_us, max_objects, max_bytes, outcome): see _replay.c"},
     {"since_last", since_last, METH_VARARGS, "since_last(key, start, keys, out): see _replay.c"},
+    {"tally", tally, METH_VARARGS, "tally(key, outcome, duration, hit_cost, revalidate_us, hits, waited, "
+                                   "revalidated, saved): see _replay.c"},
+    {"medians", medians, METH_VARARGS, "medians(values, group, n_groups, out): see _replay.c"},
     {NULL, NULL, 0, NULL},
 };
 

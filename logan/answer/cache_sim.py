@@ -12,7 +12,9 @@ cache per host behind a balancer; `max_objects`/`max_bytes` bound each with LRU 
 The replay itself is one compiled pass (logan/answer/_replay.c): whether a request hits
 depends on when the previous miss of its key ended, which depended on the one before, a
 recursion no window function expresses, and LRU is sequential by nature. Everything around
-it (assigning workers, the per-key sums) is numpy, never a Python loop per request.
+it (assigning workers) is numpy, never a Python loop per request; the per-key sums of a
+replay are one more compiled pass (`tally`), and those that do not depend on the replay
+(requests, server time per key) are counted once per trace (`key_totals`), not per TTL.
 """
 
 from __future__ import annotations
@@ -92,11 +94,25 @@ def workers_of(trace: Trace, model: Model) -> np.ndarray:
     return (hashed % np.uint64(model.workers)).astype(np.int64)
 
 
-def replay(trace: Trace, model: Model) -> np.ndarray:
-    """The outcome of every request (MISS, HIT, WAITED, REVALIDATED) under `model`."""
+def slots_of(trace: Trace, model: Model) -> np.ndarray:
+    """The cache entry each request reads: worker * keys + key (the key itself with one
+    cache). It depends on the workers and how requests reach them, not on the TTL: replays
+    of several TTLs share it."""
+    if model.workers == 1:
+        return trace.key
+    return workers_of(trace, model) * trace.keys + trace.key
+
+
+def _built() -> None:
     if _replay is None:
         raise LoganError("the cache simulator is not built (reinstall logan with a C compiler)")
-    slot = workers_of(trace, model) * trace.keys + trace.key
+
+
+def replay(trace: Trace, model: Model, slot: np.ndarray | None = None) -> np.ndarray:
+    """The outcome of every request (MISS, HIT, WAITED, REVALIDATED) under `model`; `slot`
+    is slots_of(trace, model) when the caller has it already."""
+    _built()
+    slot = slots_of(trace, model) if slot is None else slot
     outcome = np.zeros(len(trace), np.int8)
     reval = -1 if model.revalidate_us is None else int(model.revalidate_us)
     _replay.replay(
@@ -119,40 +135,61 @@ def replay(trace: Trace, model: Model) -> np.ndarray:
 def since_last(trace: Trace) -> np.ndarray:
     """For each request, the microseconds since the previous request of its key (-1 for a
     key's first): the reuse distance, in one compiled pass."""
-    if _replay is None:
-        raise LoganError("the cache simulator is not built (reinstall logan with a C compiler)")
+    _built()
     out = np.empty(len(trace), np.int64)
     _replay.since_last(np.ascontiguousarray(trace.key, np.int64), np.ascontiguousarray(trace.start, np.int64),
                        trace.keys, out)  # fmt: skip
     return out
 
 
-def per_key(trace: Trace, outcome: np.ndarray, hit_cost: np.ndarray, revalidate_us: int | None) -> dict:
+def medians(values: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
+    """Per group 0..groups-1, the median of `values` whose `group` is that one (a negative
+    group: left out), NaN for a group without any; the mean of the two middle values for
+    an even count, as pandas and numpy give it. One compiled pass and a selection per group."""
+    _built()
+    out = np.empty(groups, np.float64)
+    values, group = (np.ascontiguousarray(v, np.int64) for v in (values, group))
+    _replay.medians(values, group, groups, out)
+    return out
+
+
+def key_totals(trace: Trace) -> dict:
+    """Per key, what no replay changes: requests and total_us (its server time)."""
+    return {
+        "requests": np.bincount(trace.key, minlength=trace.keys).astype(np.int64),
+        "total_us": np.bincount(trace.key, weights=trace.duration.astype(np.float64), minlength=trace.keys),
+    }
+
+
+def per_key(
+    trace: Trace,
+    outcome: np.ndarray,
+    hit_cost: np.ndarray,
+    revalidate_us: int | None,
+    totals: dict | None = None,
+) -> dict:
     """Per key (arrays of length trace.keys): requests, hits (waited included), waited,
-    revalidations, backend_requests, total_us and saved_us.
+    revalidations, backend_requests, total_us and saved_us; `totals` is key_totals(trace)
+    when the caller has it (it is the same for every TTL).
 
     A hit saves its server time minus `hit_cost` of its key; a revalidation its time minus
     the revalidation's cost; never below zero.
     """
-    k, n = trace.key, trace.keys
-    hit = (outcome == HIT) | (outcome == WAITED)
-    reval = outcome == REVALIDATED
-    duration = trace.duration.astype(np.float64)
-    saved = np.where(hit, np.maximum(duration - hit_cost[k], 0), 0.0)
-    if revalidate_us is not None:
-        saved += np.where(reval, np.maximum(duration - revalidate_us, 0), 0.0)
-
-    def count(mask: np.ndarray) -> np.ndarray:
-        return np.bincount(k[mask], minlength=n).astype(np.int64)
-
-    requests = np.bincount(k, minlength=n).astype(np.int64)
-    hits = count(hit)
+    _built()
+    n = trace.keys
+    totals = key_totals(trace) if totals is None else totals
+    hits, waited, revalidations = (np.zeros(n, np.int64) for _ in range(3))
+    saved = np.zeros(n, np.float64)
+    key, duration = (np.ascontiguousarray(v, np.int64) for v in (trace.key, trace.duration))
+    reval = -1 if revalidate_us is None else int(revalidate_us)
+    outcome, cost = np.ascontiguousarray(outcome, np.int8), np.ascontiguousarray(hit_cost, np.float64)
+    _replay.tally(key, outcome, duration, cost, reval, hits, waited, revalidations, saved)
     return {
-        "requests": requests,
+        "requests": totals["requests"],
         "hits": hits,
-        "waited": count(outcome == WAITED),
-        "revalidations": count(reval),
-        "backend_requests": requests - hits,
-        "total_us": np.bincount(k, weights=duration, minlength=n),
-        "saved_us": np.bincount(k, weights=saved, minlength=n),
+        "waited": waited,
+        "revalidations": revalidations,
+        "backend_requests": totals["requests"] - hits,
+        "total_us": totals["total_us"],
+        "saved_us": saved,
     }
