@@ -12,10 +12,15 @@ learned as the DuckDB ingest learns them (logan.read.classify.collapse_routes), 
 driver over the distinct routes only, and applied to the rows as `logan export` applies
 them.
 
-What differs from `logan ingest` (docs/spark.md): event lines and lines cut by a syslog
-length limit stop the ingest (not read on Spark yet); bytes that are not UTF-8 read as
-U+FFFD, not `\\xhh`; a .gz is known by its name; the folder must be new (no incremental
-re-read).
+The lines the regex does not read and `logan ingest` reads further, HAProxy's event lines
+and lines a syslog length limit cut (few: a server's messages, a long request now and
+then), are read on the driver by logan ingest's own code (logan.read.ingest.read_not_rows)
+in a DuckDB store in memory: the cut lines' rows and reject reasons, the events dated by the
+requests around them. Bytes that are not UTF-8 are written \\xhh in the JVM, as
+logan.read.sources writes them.
+
+What differs from `logan ingest` (docs/spark.md): a .gz is known by its name; the folder
+must be new (no record of the files read, no incremental re-read).
 """
 
 from __future__ import annotations
@@ -188,9 +193,7 @@ def _as_utf8(value: Column) -> Column:
         return F.when(p.rlike(r"^[\x80-\xff]$"), bad).otherwise(F.decode(raw, "UTF-8"))
 
     pieces = F.regexp_extract_all(F.decode(value.cast("binary"), "ISO-8859-1"), F.lit(_UTF8_PIECE), F.lit(0))
-    return F.when(F.expr("is_valid_utf8(value)"), value).otherwise(
-        F.array_join(F.transform(pieces, piece), "")
-    )
+    return F.when(F.is_valid_utf8(value), value).otherwise(F.array_join(F.transform(pieces, piece), ""))
 
 
 def choose(lines: DataFrame, read: ReadOptions) -> tuple[CompiledFormat, str]:
