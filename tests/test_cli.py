@@ -311,3 +311,49 @@ def test_source_options_put_a_stack_in_one_store(tmp_path):
         {"source": "front", "dialect": "nginx", "n": 2, "d": 260_000, "u": 200_000},
     ]
     refused(logan("ingest", "--db", str(db), "--source", "no-equals-sign"), "LABEL=FORMAT:PATH")
+
+
+def _options(command: str) -> dict[str, tuple[str, ...]]:
+    """Each option of a logan command: its parameter name -> the flags that set it."""
+    import typer.main
+
+    from logan.cli import app
+
+    group = typer.main.get_command(app)
+    return {p.name: tuple(p.opts) for p in group.commands[command].params}  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("command", ["ingest", "stats", "timeline", "incidents", "compare", "cache", "plot"])
+def test_reading_options_mean_the_same_in_every_command(command):
+    """A flag that reads logs means one thing everywhere: `-f` is --format in each command
+    that reads FILES (it once meant --follow in `logan ingest` alone), and every reading
+    option is there, spelled alike."""
+    options = _options(command)
+    short_f = [name for name, flags in options.items() if "-f" in flags]
+    assert short_f == ["format"]
+    reading = {"format", "dialect", "tz", "profile", "rules", "trusted_proxy", "nginx_conf",
+               "log_format_name", "keep_going"}  # fmt: skip
+    assert reading <= options.keys()
+    assert options["trusted_proxy"] == ("--trusted-proxy",)
+
+
+@pytest.mark.parametrize("command", ["stats", "timeline", "incidents", "compare", "cache"])
+def test_answering_commands_share_input_filters_and_output(command):
+    options = _options(command)
+    shared = {"files", "db", "engine", "data", "master", "since", "until", "env", "method", "status",
+              "path", "output", "out", "wide", "columns", "raw"}  # fmt: skip
+    assert shared <= options.keys()
+    assert options["output"] == ("--output", "-o")
+
+
+def test_follow_is_capital_f_as_in_tail(tmp_path):
+    """`logan ingest -f FORMAT` reads with that format (it does not start following)."""
+    log = tmp_path / "a.log"
+    log.write_text(Path("sample_logs/puppet_access.log").read_text().splitlines(keepends=True)[0])
+    db = tmp_path / "s.duckdb"
+    done = subprocess.run(["logan", "ingest", "-f", "combined_D", str(log), "--db", str(db)],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM requests").fetchone() == (1,)
+    assert _options("ingest")["follow"] == ("--follow", "-F")

@@ -14,11 +14,8 @@ import typer
 from logan.answer import cache as ca
 from logan.answer.cache_sim import ASSIGNMENTS
 from logan.cli import options as opt
-from logan.errors import EXIT_PARTIAL
-from logan.read.ingest import IngestSummary
 from logan.show.cache import write_cache
 from logan.show.cache_plot import check_path, plot_saved
-from logan.show.console import said_read
 
 EXAMPLES = (
     "Examples: logan cache sample_logs/puppet_access.log --by indirector --ttl 1s,60s,5min  ·  "
@@ -28,9 +25,12 @@ EXAMPLES = (
 )
 
 
+@opt.command
 def cache_command(
-    files: opt.FilesArg = None,
-    db: opt.StoreOpt = None,
+    rows: opt.Rows,
+    where: opt.Where,
+    shown: opt.Shown,
+    reading: opt.Reading,
     by: Annotated[str, typer.Option("--by", "-b", help=" | ".join(ca.BY))] = "route",
     key: Annotated[str, typer.Option(help="url (vhost+path+query) | path (drops the query)")] = "url",
     ttl: Annotated[str, typer.Option(help="one or more TTLs (1s,5s,60s,5min), or auto: a ladder")] = "60s",
@@ -57,54 +57,21 @@ def cache_command(
         Path | None, typer.Option(help="PNG of time saved against TTL for the top groups")
     ] = None,
     top: opt.TopOpt = None,
-    since: opt.SinceOpt = None,
-    until: opt.UntilOpt = None,
-    env: opt.EnvOpt = None,
-    method: opt.MethodOpt = None,
-    status: opt.StatusOpt = None,
-    path: opt.PathOpt = None,
-    output: opt.OutputOpt = "table",
-    out: opt.OutFileOpt = None,
-    wide: opt.WideOpt = False,
-    columns: opt.ColumnsOpt = None,
-    raw: opt.RawOpt = False,
-    format: opt.FormatOpt = "auto",
-    dialect: opt.DialectOpt = None,
-    tz: opt.TzOpt = "UTC",
-    profile: opt.ProfileOpt = "auto",
-    rules: opt.RulesOpt = None,
-    trusted_proxy: opt.TrustedProxyOpt = None,
-    nginx_conf: opt.NginxConfOpt = None,
-    log_format_name: opt.LogFormatNameOpt = None,
-    keep_going: opt.KeepGoingOpt = False,
-    engine: opt.EngineOpt = "duckdb",
-    data: opt.DataOpt = None,
-    master: opt.MasterOpt = None,
 ) -> None:
     """What to cache: hit ratio, backend requests and server time saved per TTL, replayed
     through a modelled cache (fills land when the miss ends; coalescing; per-process caches).
 
     --engine spark --data DIR reads the requests from Parquet on Spark (docs/spark.md).
     """
-    format, dialect = opt.format_from_options(format, dialect, nginx_conf, log_format_name)
-    shown = opt.output(output, out, wide, columns, raw)
-    filters = opt.filters(since, until, env, method, status, path)
     ca.check_options(by, key, ttl, assign, revalidate, hit_cost)
     if plot is not None:
         check_path(plot)
-    read = opt.read_options(format, dialect, tz, profile, rules, trusted_proxy, keep_going)
-    summaries: list[IngestSummary] = []
-    keep = ca.columns_read(key, by, source, **filters)
-    rows = opt.rows_source(engine, data, master, files, db, keep, read, summaries.append, path)
-    with rows as store:
-        for s in summaries:
-            said_read(s)
+    keep = ca.columns_read(key, by, source, **where)
+    with rows.open(keep, reading, where) as store:
         answer = ca.cache(
             store.con, by, key, ttl, workers, assign, seed, coalesce, revalidate, hit_cost,
-            max_objects, max_bytes, opt.top(top, shown), source, keep_varying, coalesce_new_only, **filters,
+            max_objects, max_bytes, opt.top(top, shown), source, keep_varying, coalesce_new_only, **where,
         )  # fmt: skip
     write_cache(answer, shown)
     if plot is not None:
         plot_saved(answer, plot)
-    if any(s.skipped for s in summaries):
-        raise typer.Exit(EXIT_PARTIAL)

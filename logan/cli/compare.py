@@ -8,7 +8,6 @@ one input (FILES or --db) named by --a-since ... --b-until or --baseline 1d|7d.
 from __future__ import annotations
 
 from contextlib import ExitStack
-from functools import partial
 from typing import Annotated
 
 import typer
@@ -18,7 +17,6 @@ from logan.answer.views import DIMENSIONS, dimension_columns
 from logan.cli import options as opt
 from logan.errors import LoganError
 from logan.show.compare import heading, side_label, write_compare
-from logan.show.console import said_read
 
 EXAMPLES = (
     "Examples: logan compare sample_logs/puppet_access.log "
@@ -33,9 +31,12 @@ FilesOpt = Annotated[list[str] | None, typer.Option(help="log files of that side
 TimeOpt = Annotated[str | None, typer.Option(help="same forms as --since")]
 
 
+@opt.command
 def compare_command(
-    files: opt.FilesArg = None,
-    db: opt.StoreOpt = None,
+    rows: opt.Rows,
+    where: opt.Where,
+    shown: opt.Shown,
+    reading: opt.Reading,
     a: FilesOpt = None,
     b: FilesOpt = None,
     a_since: TimeOpt = None,
@@ -54,29 +55,6 @@ def compare_command(
         float, typer.Option(min=0, help="the median must move this much (0.1: 10%)")
     ] = cmp.MIN_CHANGE,
     top: opt.TopOpt = None,
-    since: opt.SinceOpt = None,
-    until: opt.UntilOpt = None,
-    env: opt.EnvOpt = None,
-    method: opt.MethodOpt = None,
-    status: opt.StatusOpt = None,
-    path: opt.PathOpt = None,
-    output: opt.OutputOpt = "table",
-    out: opt.OutFileOpt = None,
-    wide: opt.WideOpt = False,
-    columns: opt.ColumnsOpt = None,
-    raw: opt.RawOpt = False,
-    format: opt.FormatOpt = "auto",
-    dialect: opt.DialectOpt = None,
-    tz: opt.TzOpt = "UTC",
-    profile: opt.ProfileOpt = "auto",
-    rules: opt.RulesOpt = None,
-    trusted_proxy: opt.TrustedProxyOpt = None,
-    nginx_conf: opt.NginxConfOpt = None,
-    log_format_name: opt.LogFormatNameOpt = None,
-    keep_going: opt.KeepGoingOpt = False,
-    engine: opt.EngineOpt = "duckdb",
-    data: opt.DataOpt = None,
-    master: opt.MasterOpt = None,
 ) -> None:
     """Before and after, per group: count, avg, p50, p95, p99, max and total time of side A
     and side B, with deltas, ratios and a verdict (regression, improvement, same, too few)
@@ -84,23 +62,19 @@ def compare_command(
 
     --engine spark --data DIR compares two periods of a Parquet folder on Spark (docs/spark.md).
     """
-    format, dialect = opt.format_from_options(format, dialect, nginx_conf, log_format_name)
-    shown = opt.output(output, out, wide, columns, raw)
-    by, filters = by or ["indirector"], opt.filters(since, until, env, method, status, path)
+    by = by or ["indirector"]
     dimension_columns(by)
-    read = opt.read_options(format, dialect, tz, profile, rules, trusted_proxy, keep_going)
     periods = any(v is not None for v in (a_since, a_until, b_since, b_until))
-    sets = two_sets(files or [], db, a or [], b or [], periods or baseline is not None)
-    cmp.check_periods(bool(sets), periods, baseline, filters)  # before any reading
-    keep = cmp.columns_read(by, **filters)
-    rows = partial(opt.rows_source, engine, data, master)
+    sets = two_sets(rows.files or [], rows.db, a or [], b or [], periods or baseline is not None)
+    cmp.check_periods(bool(sets), periods, baseline, where)  # before any reading
+    keep = cmp.columns_read(by, **where)
     with ExitStack() as stack:
         if sets:
-            stores = [stack.enter_context(rows(s, None, keep, read, said_read, path)) for s in sets]
+            stores = [stack.enter_context(rows.open(keep, reading, where, files=s)) for s in sets]
             con, con_b = stores[0].con, stores[1].con
         else:
-            con, con_b = stack.enter_context(rows(files, db, keep, read, said_read, path)).con, None
-        side_a, side_b = cmp.sides(con, con_b, a_since, a_until, b_since, b_until, baseline, filters)
+            con, con_b = stack.enter_context(rows.open(keep, reading, where)).con, None
+        side_a, side_b = cmp.sides(con, con_b, a_since, a_until, b_since, b_until, baseline, where)
         table = cmp.compare_sides(side_a, side_b, by, cmp.Criteria(alpha, min_requests, min_change))
     names = sets or [None, None]
     labels = side_label(side_a.filters, names[0]), side_label(side_b.filters, names[1])

@@ -74,23 +74,16 @@ EXAMPLES = (
 )
 
 
+@opt.command
 def ingest_command(
+    reading: opt.Reading,
     files: Annotated[list[str] | None, typer.Argument(help="log files, globs, .gz, or - for stdin")] = None,
     db: DbOpt = None,
     source: Annotated[
         list[str] | None,
         typer.Option(help="LABEL=FORMAT:PATH, a server of a stack (repeatable): web=nginx:timed:/x.log"),
     ] = None,
-    format: opt.FormatOpt = "auto",
-    dialect: opt.DialectOpt = None,
-    tz: opt.TzOpt = "UTC",
-    profile: opt.ProfileOpt = "auto",
-    rules: opt.RulesOpt = None,
-    trusted_proxy: opt.TrustedProxyOpt = None,
     label: Annotated[str | None, typer.Option(help="source name for stdin or a single file")] = None,
-    nginx_conf: opt.NginxConfOpt = None,
-    log_format_name: opt.LogFormatNameOpt = None,
-    keep_going: opt.KeepGoingOpt = False,
     reread: Annotated[
         bool, typer.Option("--reread", help="read files the store has read before again, whole")
     ] = False,
@@ -98,7 +91,7 @@ def ingest_command(
     max_reject_ratio: opt.MaxRejectOpt = None,
     follow: Annotated[
         bool,
-        typer.Option("--follow", "-f", help="keep reading as the files grow and rotate, until stopped"),
+        typer.Option("--follow", "-F", help="keep reading as the files grow and rotate, until stopped"),
     ] = False,
     interval: Annotated[float, typer.Option(help="with --follow: seconds between reads", min=0.1)] = 2.0,
     engine: opt.EngineOpt = "duckdb",
@@ -111,19 +104,16 @@ def ingest_command(
 
     --engine spark --to DIR parses them on Spark instead, into the Parquet layout of
     logan export (docs/spark.md says what it does not read yet)."""
-    format, dialect = opt.format_from_options(format, dialect, nginx_conf, log_format_name)
     if opt.spark_engine(engine, to, master, "--to"):
-        read = opt.read_options(format, dialect, tz, profile, rules, trusted_proxy, keep_going)
-        return _on_spark(files or [], to, master, read, db is not None or bool(source) or follow)
-    jobs = [(files, format, label)] if files else []
+        return _on_spark(files or [], to, master, reading, db is not None or bool(source) or follow)
+    jobs = [(files, reading.format, label)] if files else []
     jobs += [_source_job(spec) for spec in source or ()]
     if not jobs:
         raise LoganError("no input: give log files, or --source LABEL=FORMAT:PATH")
-    read = opt.read_options(format, dialect, tz, profile, rules, trusted_proxy, keep_going)
     before = cutoff(keep) if keep is not None else None
-    common = {"dialect": read.dialect, "tz": read.tz, "profile": read.profile, "rules": read.rules,
-              "trusted_proxies": read.trusted_proxies, "keep_going": read.keep_going,
-              "reread": reread}  # fmt: skip
+    common = {"dialect": reading.dialect, "tz": reading.tz, "profile": reading.profile,
+              "rules": reading.rules, "trusted_proxies": reading.trusted_proxies,
+              "keep_going": reading.keep_going, "reread": reread}  # fmt: skip
     if follow:
         return _follow(jobs, db, interval, common)
     with writing(db) as store:

@@ -23,9 +23,9 @@ EXAMPLES = (
 )
 
 
+@opt.command
 def mail_command(
-    files: opt.FilesArg = None,
-    db: opt.StoreOpt = None,
+    asked: rep.Asked,
     to: Annotated[list[str] | None, typer.Option("--to", help="recipient (repeatable)")] = None,
     sender: Annotated[str, typer.Option("--from", help="the sender's address")] = "",
     smtp: Annotated[str, typer.Option("--smtp", help="HOST[:PORT] of the SMTP server")] = "localhost",
@@ -43,14 +43,6 @@ def mail_command(
     dry_run: Annotated[
         Path | None, typer.Option("--dry-run", help="write the mail here, send nothing")
     ] = None,
-    day: rep.DayOpt = None,
-    tz: rep.TzOpt = "UTC",
-    label: rep.LabelOpt = "",
-    by: rep.ByOpt = None,
-    top: rep.TopOpt = 10,
-    section: rep.SectionsOpt = None,
-    no_charts: rep.NoChartsOpt = False,
-    log_format: rep.LogFormatOpt = "auto",
 ) -> None:
     """Mail a day's report: text and HTML with the charts inline, over SMTP."""
     security = "ssl" if ssl else "none" if plain else "starttls"
@@ -60,7 +52,7 @@ def mail_command(
                               str(ca_file) if ca_file else None)  # fmt: skip
     if not sender or not to:
         raise mail.LoganError("give the sender and a recipient: --from ADDR --to ADDR")
-    report = rep.make_report(files, db, day, tz, label, by, top, section, no_charts, log_format)
+    report = asked.make()
     msg = mail.message(report, sender, to or [])
     if dry_run is not None:
         dry_run.write_bytes(bytes(msg))

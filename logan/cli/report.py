@@ -7,6 +7,7 @@ them too.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -38,26 +39,38 @@ NoChartsOpt = Annotated[bool, typer.Option("--no-charts", help="leave the pictur
 LogFormatOpt = Annotated[str, typer.Option("--log-format", help="format of FILES (as logan stats --format)")]
 
 
-def make_report(files: list[str] | None, db: Path | None, day: str | None, tz: str, label: str,
-                by: list[str] | None, top: int, sections: list[str] | None, no_charts: bool,
-                log_format: str) -> Report:  # fmt: skip
-    """The report the options ask for (logan.nightly.report.report_of)."""
-    options = ReportOptions(label=label, by=tuple(by or ["indirector"]), top=top, charts=not no_charts)
-    read = opt.read_options(log_format, None, "UTC", "auto", None, None)
-    return report_of(files, db, day, tz, options, sections or None, read)
+@dataclass(frozen=True)
+class ReportAsked:
+    """The report the options ask for, made when the command is ready for it."""
+
+    files: opt.FilesArg = None
+    db: opt.StoreOpt = None
+    day: DayOpt = None
+    tz: TzOpt = "UTC"
+    label: LabelOpt = ""
+    by: ByOpt = None
+    top: TopOpt = 10
+    section: SectionsOpt = None
+    no_charts: NoChartsOpt = False
+    log_format: LogFormatOpt = "auto"
+
+    def value(self) -> ReportAsked:
+        return self
+
+    def make(self) -> Report:
+        """The report (logan.nightly.report.report_of)."""
+        options = ReportOptions(label=self.label, by=tuple(self.by or ["indirector"]), top=self.top,
+                                charts=not self.no_charts)  # fmt: skip
+        read = opt.read_options(self.log_format, None, "UTC", "auto", None, None)
+        return report_of(self.files, self.db, self.day, self.tz, options, self.section or None, read)
 
 
+Asked = Annotated[ReportAsked, opt.Group(ReportAsked, "The report")]
+
+
+@opt.command
 def report_command(
-    files: opt.FilesArg = None,
-    db: opt.StoreOpt = None,
-    day: DayOpt = None,
-    tz: TzOpt = "UTC",
-    label: LabelOpt = "",
-    by: ByOpt = None,
-    top: TopOpt = 10,
-    section: SectionsOpt = None,
-    no_charts: NoChartsOpt = False,
-    log_format: LogFormatOpt = "auto",
+    asked: Asked,
     format: Annotated[str, typer.Option("--format", help=" | ".join(FORMS))] = "html",
     out: Annotated[Path | None, typer.Option("--out", help="write to this file (default: stdout)")] = None,
 ) -> None:
@@ -65,7 +78,7 @@ def report_command(
     time went, cache candidates, requesters that grew, ingest health."""
     if format not in FORMS:
         raise LoganError(f"--format {format!r}: use {', '.join(FORMS)}")
-    report = make_report(files, db, day, tz, label, by, top, section, no_charts, log_format)
+    report = asked.make()
     text = render_html(report) if format == "html" else render(report, format)
     if out is None:
         typer.echo(text, nl=False)

@@ -15,17 +15,13 @@ from logan.store import open_store
 EXAMPLES = 'Example: logan sql --db puppet.duckdb "SELECT status, count(*) FROM requests GROUP BY 1" -o csv'
 
 
+@opt.command
 def sql_command(
     query: Annotated[str, typer.Argument(help="SQL over requests, rejects, events, ingests")],
     db: Annotated[Path, typer.Option("--db", help="DuckDB store file")],
-    output: opt.OutputOpt = "table",
-    out: opt.OutFileOpt = None,
-    wide: opt.WideOpt = False,
-    columns: opt.ColumnsOpt = None,
-    raw: opt.RawOpt = False,
+    shown: opt.Shown,
 ) -> None:
     """Ad-hoc SQL against a store (read-only)."""
-    shown = opt.output(output, out, wide, columns, raw)
     if not db.exists():
         raise LoganError(f"--db: no store at {db}")
     store = open_store(db, read_only=True)
