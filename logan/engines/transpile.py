@@ -356,6 +356,16 @@ def _epoch(node: exp.TimeToUnix) -> exp.Expression:
     return _spark("unix_micros(a) / 1000000.0D", a=node.this)
 
 
+def _try(node: exp.Try) -> exp.Expression:
+    """DuckDB's try(CAST(x AS BIGINT)): Spark's TRY_CAST, as a cast of a DECIMAL past 64 bits
+    wraps around with ANSI mode off (a value of 10^20 us read as 7.8e18). Other
+    expressions as they are: with ANSI mode off, what overflows there is NULL already."""
+    inner = node.this
+    if isinstance(inner, exp.Cast):
+        return exp.TryCast(this=inner.this, to=inner.to, safe=True)
+    return inner
+
+
 _RULES: list[tuple[type, object]] = [
     (exp.PercentileCont, _percentile),
     (exp.Literal, _double_literal),
@@ -372,7 +382,7 @@ _RULES: list[tuple[type, object]] = [
     (exp.Length, _length),
     (exp.CTE, _cte),
     (exp.DataType, _int128),
-    (exp.Try, lambda node: node.this),  # ANSI mode off: what overflows is NULL already
+    (exp.Try, _try),
 ]
 
 

@@ -639,6 +639,20 @@ def _exact_path(
     return n_rows, n_events, reasons
 
 
+def read_not_rows(
+    con: duckdb.DuckDBPyConnection, cf: CompiledFormat, tz: str, classification: rows.Classifier, params: dict
+) -> tuple[int, int]:
+    """What _exact_path makes of the lines of the temp table __not_rows (line_no, line,
+    __reason, __event) the format's regex did not read: rows of lines a syslog limit cut
+    (into requests_data, and out of __not_rows), the dialect's events (into `events`), the
+    reasons of the cut lines that stay rejects. Returns (rows, events). For an engine that
+    reads the other lines itself (logan.engines.spark_ingest)."""
+    r = _Reading(cf, None, tz, classification, None, params["source"], params["ingest_id"])
+    n_rows = _cut_short(con, r)
+    n_events = events.insert_events(con, cf, "(SELECT * FROM __not_rows WHERE __event)", params, tz)
+    return n_rows, n_events
+
+
 def _cut_short(con: duckdb.DuckDBPyConnection, r: _Reading) -> int:
     """Rows from the lines of __not_rows that a line-length limit cut inside their last field
     (CompiledFormat.cut_short): the fields before the cut (timers, status, backend) are
