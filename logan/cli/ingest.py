@@ -159,5 +159,6 @@ def _on_spark(
     with running_session(master) as session:
         done = spark_ingest(session, files, to, read)
     for s in done.sources:
-        say(f"{s.label}: {s.lines:,} lines: {s.rows:,} requests, {s.rejects:,} rejects ({s.format})", err)
+        said = f"{s.lines:,} lines: {s.rows:,} requests, {s.rejects:,} rejects, {s.events:,} server events"
+        say(f"{s.label}: {said} ({s.format})", err)
     say(f"read on Spark in {done.seconds:.1f} s (profile {done.profile}), under {to}", err)
