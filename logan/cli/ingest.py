@@ -159,6 +159,7 @@ def _on_spark(
     with running_session(master) as session:
         done = spark_ingest(session, files, to, read)
     for s in done.sources:
-        said = f"{s.lines:,} lines: {s.rows:,} requests, {s.rejects:,} rejects, {s.events:,} server events"
+        events = f"{s.events:,} server event{'s' * (s.events != 1)}"
+        said = f"{s.lines:,} lines: {s.rows:,} requests, {s.rejects:,} rejects, {events}"
         say(f"{s.label}: {said} ({s.format})", err)
     say(f"read on Spark in {done.seconds:.1f} s (profile {done.profile}), under {to}", err)
