@@ -6,6 +6,7 @@ its connection, and `logan.Store` adds them as methods for the library's users.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -253,8 +254,10 @@ def _connect(path: str, read_only: bool, wait: float) -> duckdb.DuckDBPyConnecti
         try:
             con = duckdb.connect(path, read_only=read_only, config=_OFFLINE)
             # DuckDB draws a progress bar on stdout for a query past 2 s: it would land inside
-            # `-o csv > file`, and in the mail cron sends of whatever a job prints.
-            con.execute("SET enable_progress_bar = false")
+            # `-o csv > file`, and in the mail cron sends of whatever a job prints. (In
+            # Jupyter the setting cannot change without ipywidgets; the bar is a widget there.)
+            with contextlib.suppress(duckdb.Error):
+                con.execute("SET enable_progress_bar = false")
             return con
         except duckdb.Error as exc:
             held = _LOCK_HELD.search(str(exc))
