@@ -495,3 +495,37 @@ def test_an_incident_of_the_day_is_listed_and_in_the_subject():
     assert len(over) >= 1, table
     assert section.verdict == f"{len(table)} incident{'s' if len(table) > 1 else ''}"
     assert report.subject().endswith(section.verdict)
+
+
+def test_the_incidents_section_draws_the_day_with_its_incidents_shaded():
+    """The slow burst of the test above, with charts: the section's picture is the day's
+    timeline at a mail column's width, the incident shaded where it was found, and the
+    requests per second drawn are the timeline's."""
+    import matplotlib.dates as mdates
+
+    from logan.answer.incidents import story_and_incidents
+    from logan.show import charts
+
+    start = datetime(2026, 11, 23)
+    quiet = [start + timedelta(seconds=10 * i) for i in range(8640)]
+    burst = [datetime(2026, 11, 23, 14) + timedelta(milliseconds=200 * i) for i in range(6000)]
+    durations = [10_000] * len(quiet) + [500_000] * len(burst)
+    rows = pd.DataFrame({"ts_start": quiet + burst, "duration_us": durations, "status": 200, "method": "GET",
+                         "path": "/a"})  # fmt: skip
+    store = open_store(None)
+    append_requests(store.con, rows)
+    period = rp.day_period(DAY)
+    section = rp.build_report(store.con, period, rp.ReportOptions(), ["incidents"]).section("incidents")
+    told, found = story_and_incidents(store.con, **period.filters())
+    assert not found.empty
+    assert png_size(section.chart) == (round(charts.WIDTH_IN * charts.DPI), 700)
+    assert section.chart == charts.timeline_chart(told, found)  # drawn from this timeline
+    fig = charts.timeline_report_figure(told, found)
+    rate = fig.axes[0]
+    drawn = {ln.get_label(): ln.get_ydata() for ln in rate.get_lines()}["requests/s"]
+    assert drawn.tolist() == pytest.approx(told.frame["rate"].tolist())
+    want = [mdates.date2num(found[c].iloc[0].tz_localize(None)) for c in ("start", "end")]
+    for ax in fig.axes:
+        assert [ax.patches[0].get_x(), ax.patches[0].get_x() + ax.patches[0].get_width()] == pytest.approx(
+            want
+        )

@@ -87,11 +87,19 @@ def incidents(
     in it), cause (the first, in words) and causes: a list of {dimension, value, explains,
     surprise, baseline_share, incident_share, measure}, most telling first. `filters` as
     logan.answer.timeline.timeline takes them."""
+    return story_and_incidents(con, bucket, **filters)[1]
+
+
+def story_and_incidents(
+    con: duckdb.DuckDBPyConnection, bucket: str | int | None = None, **filters: object
+) -> tuple[Story, pd.DataFrame]:
+    """The timeline the incidents were found on (logan.answer.timeline.story), and them."""
     # The causes' totals do not depend on the windows: read on a cursor of their own while
     # the timeline is made (whose requests in flight are one core's work, in numpy and C).
     with ThreadPoolExecutor(1) as pool, session_cursor(con) as cur:
         totals = pool.submit(cause_totals, cur, filters)
-        return incidents_of(con, story(con, (), bucket, **filters), filters, totals.result)
+        told = story(con, (), bucket, **filters)
+        return told, incidents_of(con, told, filters, totals.result)
 
 
 def incidents_of(

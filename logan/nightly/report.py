@@ -228,17 +228,22 @@ def requesters_section(con: duckdb.DuckDBPyConnection, period: Period, options: 
 
 def incidents_section(con: duckdb.DuckDBPyConnection, period: Period, options: ReportOptions) -> Section:
     """The day's incidents (logan.answer.incidents): bursts, slowdowns, errors, saturation,
-    each with its most telling cause."""
-    from logan.answer.incidents import incidents
+    each with its most telling cause, and the day's timeline with them shaded."""
+    from logan.answer.incidents import story_and_incidents
 
     section = Section("incidents", "Incidents", "no incidents")
-    found = incidents(con, **period.filters())
+    told, found = story_and_incidents(con, **period.filters())
     if found.empty:
         return section
     cols = [c for c in ("start", "end", "kind", "change", "cause") if c in found.columns]
     table = found[cols].head(options.top).reset_index(drop=True)
     section.tables.append(Table("incidents of the day", table, {"start": "time", "end": "time"}))
     section.verdict = f"{len(found)} incident{'s' if len(found) > 1 else ''}"
+    if options.charts:
+        section.chart = charts.timeline_chart(told, found)
+        section.chart_alt = (
+            "the day's timeline (requests/s, latency, errors, requests in flight), incidents shaded"
+        )
     return section
 
 

@@ -1,5 +1,6 @@
 """The report's pictures as PNG bytes (matplotlib's Agg backend: no display, no fonts
-fetched): a day's requests and p95 per hour against an earlier day, and a bar per group.
+fetched): a day's requests and p95 per hour against an earlier day, a bar per group, and
+the day's timeline with its incidents shaded.
 
 A label from a log line is text here too: matplotlib reads `$...$` as mathematics (a
 malformed one stops the drawing), so dollars are escaped and control characters shown.
@@ -16,6 +17,9 @@ from logan.show.console import inert
 
 if TYPE_CHECKING:
     import pandas as pd
+    from matplotlib.figure import Figure
+
+    from logan.answer.timeline import Story
 
 WIDTH_IN, DPI = 7.0, 100  # 700 px wide: a mail column
 MAX_LABEL = 40
@@ -103,3 +107,17 @@ def bar_chart(labels: list[str], values: list[float], xlabel: str) -> bytes:
         ax.set_xlabel(xlabel)
         ax.grid(axis="x", alpha=0.3)
         return _png(fig)
+
+
+def timeline_chart(told: Story, incidents: pd.DataFrame) -> bytes:
+    """The post-mortem picture (logan.show.timeline_plot) at a mail column's width."""
+    with DRAWING:
+        return _png(timeline_report_figure(told, incidents))
+
+
+def timeline_report_figure(told: Story, incidents: pd.DataFrame) -> Figure:
+    from logan.show.timeline_plot import timeline_figure
+
+    fig = timeline_figure(told, incidents)
+    fig.set_size_inches(WIDTH_IN, 7.0)
+    return fig
