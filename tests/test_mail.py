@@ -133,7 +133,7 @@ def test_the_message_has_both_parts_and_its_charts_inline():
     msg = mail.message(report, "logan@example.com", ["ops@example.com"])
     parsed = parts_of(bytes(msg))  # what a mail client reads
     check_report_mail(parsed, report.charts())
-    assert len(report.charts()) == 2  # the day and where the time went
+    assert len(report.charts()) == 3  # the day, its incident on the timeline, where the time went
     assert parsed["Subject"] == report.subject() and parsed["Subject"].startswith(
         "logan: puppet01 2013-11-05: p95"
     )

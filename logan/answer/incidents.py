@@ -96,7 +96,8 @@ def story_and_incidents(
     """The timeline the incidents were found on (logan.answer.timeline.story), and them."""
     # The causes' totals do not depend on the windows: read on a cursor of their own while
     # the timeline is made (whose requests in flight are one core's work, in numpy and C).
-    with ThreadPoolExecutor(1) as pool, session_cursor(con) as cur:
+    # The pool is left first: its query ends before its cursor is closed, also on an error.
+    with session_cursor(con) as cur, ThreadPoolExecutor(1) as pool:
         totals = pool.submit(cause_totals, cur, filters)
         told = story(con, (), bucket, **filters)
         return told, incidents_of(con, told, filters, totals.result)
