@@ -309,31 +309,6 @@ def writing(path: str | Path | None, store: type[Store] = Store) -> Iterator[Sto
 
 
 @contextmanager
-def session_cursor(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A cursor of `con` for another thread, with `con`'s time zone (a session setting: a
-    new cursor would read times in the machine's zone); closed afterwards."""
-    zone = con.execute("SELECT current_setting('TimeZone')").fetchall()[0][0]
-    cur = con.cursor()
-    try:
-        cur.execute("SET TimeZone = $1", [zone])
-        yield cur
-    finally:
-        cur.close()
-
-
-@contextmanager
-def in_insertion_order(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """Answers in the store's order (a log's own order) for a read that needs it: a store
-    turns insertion order off (loads are 10-15% faster without it), and a scan then hands
-    its row groups over in the order its threads finish them."""
-    con.execute("SET preserve_insertion_order = true")
-    try:
-        yield
-    finally:
-        con.execute("SET preserve_insertion_order = false")
-
-
-@contextmanager
 def filter_pushdown(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     """Filter pushdown back on, for a lookup of this ingest's rows by line number (zone
     maps then skip every other batch); the ingest keeps it off for its parsing, where

@@ -28,7 +28,6 @@ import duckdb
 import numpy as np
 
 from logan.answer.views import run_arrow, run_cursor, series_sql
-from logan.store import in_insertion_order
 
 try:
     from logan.answer import _sweep
@@ -53,17 +52,15 @@ def in_flight(
     import pandas as pd
 
     if not cols:  # as Arrow: half the CPU time of fetchnumpy for 10 M timestamps
-        with in_insertion_order(con):  # nearly sorted by start: sorted in a fifth of the time
-            spans = run_arrow(con, series_sql("request_spans", cols), where, params)
+        spans = run_arrow(con, series_sql("request_spans", cols), where, params)
         s = spans.column("s").to_numpy()  # a copy of the chunks: each column let go once copied
         spans = spans.drop_columns(["s"])
         e = spans.column("e").to_numpy()
         del spans
         return _one(s, e, lo, hi, width)
-    with in_insertion_order(con):
-        spans = run_cursor(con, series_sql("request_spans", cols), where, params).df()
+    cur = run_cursor(con, series_sql("request_spans", cols), where, params)
     frames = []
-    for key, rows in spans.groupby(list(cols), dropna=False, sort=False):
+    for key, rows in cur.df().groupby(list(cols), dropna=False, sort=False):
         one = _one(rows["s"].to_numpy(), rows["e"].to_numpy(), lo, hi, width)
         for c, v in zip(cols, key if isinstance(key, tuple) else (key,), strict=True):
             one.insert(0, c, v)
@@ -100,9 +97,9 @@ def swept(s: np.ndarray, e: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, 
 
 def in_start_order(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The pairs (s, e) sorted by start (epoch us): as they are when they are in order, no
-    copy; else by numpy's stable sort (timsort: a log written as requests end, read in the
-    store's order, is long sorted runs that merge in about linear time; measured faster
-    than moving the late starts into place or merging the runs in C)."""
+    copy; else by numpy's stable sort (timsort: a log written as requests end, and the long
+    runs a parallel scan hands a store's row groups over in, merge in about linear time;
+    measured faster than moving the late starts into place or merging the runs in C)."""
     if _is_sorted(s):
         return s, e
     order = np.argsort(s, kind="stable")

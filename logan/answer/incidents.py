@@ -19,8 +19,7 @@ together in one pass (cause_groups).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -31,7 +30,7 @@ from logan.answer.filters import filter_sql
 from logan.answer.timeline import Story, story
 from logan.answer.views import run_cursor, series_sql
 from logan.errors import LoganError
-from logan.store import session_cursor, stored_columns
+from logan.store import stored_columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -94,23 +93,12 @@ def story_and_incidents(
     con: duckdb.DuckDBPyConnection, bucket: str | int | None = None, **filters: object
 ) -> tuple[Story, pd.DataFrame]:
     """The timeline the incidents were found on (logan.answer.timeline.story), and them."""
-    # The causes' totals do not depend on the windows: read on a cursor of their own while
-    # the timeline is made (whose requests in flight are one core's work, in numpy and C).
-    # The pool is left first: its query ends before its cursor is closed, also on an error.
-    with session_cursor(con) as cur, ThreadPoolExecutor(1) as pool:
-        totals = pool.submit(cause_totals, cur, filters)
-        told = story(con, (), bucket, **filters)
-        return told, incidents_of(con, told, filters, totals.result)
+    told = story(con, (), bucket, **filters)
+    return told, incidents_of(con, told, filters)
 
 
-def incidents_of(
-    con: duckdb.DuckDBPyConnection,
-    told: Story,
-    filters: dict | None = None,
-    read_totals: Callable[[], dict[str, pd.DataFrame]] | None = None,
-) -> pd.DataFrame:
-    """The incidents of a timeline already computed (see `incidents`); `read_totals` gives
-    cause_totals when they are being read already."""
+def incidents_of(con: duckdb.DuckDBPyConnection, told: Story, filters: dict | None = None) -> pd.DataFrame:
+    """The incidents of a timeline already computed (see `incidents`)."""
     import pandas as pd
 
     frame = told.frame.reset_index(drop=True)
@@ -122,8 +110,7 @@ def incidents_of(
     windows = _windows(flags.any(axis=1).to_numpy() | down.any(axis=1).to_numpy(), z.max(axis=1).to_numpy())
     baseline = _baseline(len(frame), windows)
     measures = [_measure(_kinds_in(frame, told, flags, down, w)) for w in windows]
-    read_totals = read_totals or (lambda: cause_totals(con, filters or {}))
-    causes = all_causes(con, frame, windows, baseline, measures, filters or {}, read_totals)
+    causes = all_causes(con, frame, windows, baseline, measures, filters or {})
     rows = [_describe(frame, told, flags, down, baseline, w, c) for w, c in zip(windows, causes, strict=True)]
     return pd.DataFrame(rows, columns=INCIDENT_COLUMNS)
 
@@ -401,21 +388,10 @@ def _inside(frame: pd.DataFrame, spans: list[tuple[object, object]]) -> np.ndarr
     return hit
 
 
-def cause_totals(con: duckdb.DuckDBPyConnection, filters: dict) -> dict[str, pd.DataFrame]:
-    """Per cause column of the store, its values' totals over the whole period (see
-    value_totals)."""
-    have = stored_columns(con) | {"source"}
-    totals: dict[str, pd.DataFrame] = {}
-    for group in cause_groups([c for c in CAUSE_COLUMNS if c in have]):
-        totals.update({c: _named(got) for c, got in value_totals(con, group, filters).items()})
-    return totals
-
-
 def all_causes(con: duckdb.DuckDBPyConnection, frame: pd.DataFrame, windows: list[tuple[int, int]],
-               baseline: np.ndarray, measures: list[str], filters: dict,
-               read_totals: Callable[[], dict[str, pd.DataFrame]]) -> list[list[dict]]:  # fmt: skip
-    """For each window, its causes (see `explain`), from the totals (cause_totals) and
-    one query for all windows and the few-valued dimensions at once, and one for each
+               baseline: np.ndarray, measures: list[str], filters: dict) -> list[list[dict]]:  # fmt: skip
+    """For each window, its causes (see `explain`), from two queries (the totals, the
+    windows) for all windows and the few-valued dimensions at once, and two for each
     many-valued one (cause_groups)."""
     import pandas as pd
 
@@ -430,7 +406,10 @@ def all_causes(con: duckdb.DuckDBPyConnection, frame: pd.DataFrame, windows: lis
     seconds = parts["part"].value_counts() * width / 1e6
     seconds["baseline"] = baseline.sum() * width / 1e6
     found: list[list[tuple[float, str, list[dict]]]] = [[] for _ in windows]
-    totals = read_totals()
+    have = stored_columns(con) | {"source"}
+    totals: dict[str, pd.DataFrame] = {}
+    for group in cause_groups([c for c in CAUSE_COLUMNS if c in have]):
+        totals.update({c: _named(got) for c, got in value_totals(con, group, filters).items()})
     # one value (or none) everywhere: no share can move
     moving = [c for c in CAUSE_COLUMNS if c in totals and totals[c]["value"].nunique() >= 2]
     counts: dict[str, pd.DataFrame] = {}

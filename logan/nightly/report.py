@@ -10,8 +10,6 @@ available in this version": plugging one in is giving it its function.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -35,7 +33,6 @@ from logan.show.report_model import (
     day_period,
     zone,
 )
-from logan.store import session_cursor
 from logan.units import format_count, format_us, missing
 
 if TYPE_CHECKING:
@@ -399,29 +396,17 @@ def build_report(
     run once, the ones this version lacks marked not available."""
     # cron mails whatever a job writes: no progress bar for the longer queries
     con.execute("SET enable_progress_bar = false")
-    specs = chosen(sections)
-    with ExitStack() as cursors, ThreadPoolExecutor(SECTION_THREADS) as pool:
-        # one a section, made here: `con` refuses a second thread's call while it is busy
-        own = [cursors.enter_context(session_cursor(con)) for _ in specs]
-        made = list(pool.map(lambda spec, cur: _section(cur, spec, period, options), specs, own))
+    made = []
+    for spec in chosen(sections):
+        if spec.build is None:
+            made.append(Section(spec.key, spec.title, NOT_AVAILABLE, available=False))
+        else:
+            try:
+                section = spec.build(con, period, options)
+            except LoganError as exc:  # nothing to say of this period (a day without requests)
+                section = Section(spec.key, spec.title, str(exc))
+            made.append(replace(section, title=spec.title))
     return Report(options.label, period, made, tuple(options.failed))
-
-
-# Sections only read, each on a cursor of its own: built two at a time, one section's
-# Python and numpy work (sorting a trace, drawing a chart) overlaps another's queries.
-SECTION_THREADS = 2
-
-
-def _section(
-    con: duckdb.DuckDBPyConnection, spec: SectionSpec, period: Period, options: ReportOptions
-) -> Section:
-    if spec.build is None:
-        return Section(spec.key, spec.title, NOT_AVAILABLE, available=False)
-    try:
-        section = spec.build(con, period, options)
-    except LoganError as exc:  # nothing to say of this period (a day without requests)
-        section = Section(spec.key, spec.title, str(exc))
-    return replace(section, title=spec.title)
 
 
 def report_of(
