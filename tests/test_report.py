@@ -503,7 +503,8 @@ def test_the_incidents_section_draws_the_day_with_its_incidents_shaded():
     requests per second drawn are the timeline's."""
     import matplotlib.dates as mdates
 
-    from logan.answer.incidents import story_and_incidents
+    from logan.answer.incidents import incidents_of
+    from logan.answer.timeline import story
     from logan.show import charts
 
     start = datetime(2026, 11, 23)
@@ -516,7 +517,8 @@ def test_the_incidents_section_draws_the_day_with_its_incidents_shaded():
     append_requests(store.con, rows)
     period = rp.day_period(DAY)
     section = rp.build_report(store.con, period, rp.ReportOptions(), ["incidents"]).section("incidents")
-    told, found = story_and_incidents(store.con, **period.filters())
+    told = story(store.con, (), **period.filters())
+    found = incidents_of(store.con, told, period.filters())
     assert not found.empty
     assert png_size(section.chart) == (round(charts.WIDTH_IN * charts.DPI), 700)
     assert section.chart == charts.timeline_chart(told, found)  # drawn from this timeline
@@ -526,6 +528,5 @@ def test_the_incidents_section_draws_the_day_with_its_incidents_shaded():
     assert drawn.tolist() == pytest.approx(told.frame["rate"].tolist())
     want = [mdates.date2num(found[c].iloc[0].tz_localize(None)) for c in ("start", "end")]
     for ax in fig.axes:
-        assert [ax.patches[0].get_x(), ax.patches[0].get_x() + ax.patches[0].get_width()] == pytest.approx(
-            want
-        )
+        span = ax.patches[0]
+        assert [span.get_x(), span.get_x() + span.get_width()] == pytest.approx(want)

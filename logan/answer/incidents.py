@@ -86,15 +86,7 @@ def incidents(
     in it), cause (the first, in words) and causes: a list of {dimension, value, explains,
     surprise, baseline_share, incident_share, measure}, most telling first. `filters` as
     logan.answer.timeline.timeline takes them."""
-    return story_and_incidents(con, bucket, **filters)[1]
-
-
-def story_and_incidents(
-    con: duckdb.DuckDBPyConnection, bucket: str | int | None = None, **filters: object
-) -> tuple[Story, pd.DataFrame]:
-    """The timeline the incidents were found on (logan.answer.timeline.story), and them."""
-    told = story(con, (), bucket, **filters)
-    return told, incidents_of(con, told, filters)
+    return incidents_of(con, story(con, (), bucket, **filters), filters)
 
 
 def incidents_of(con: duckdb.DuckDBPyConnection, told: Story, filters: dict | None = None) -> pd.DataFrame:

@@ -226,10 +226,12 @@ def requesters_section(con: duckdb.DuckDBPyConnection, period: Period, options: 
 def incidents_section(con: duckdb.DuckDBPyConnection, period: Period, options: ReportOptions) -> Section:
     """The day's incidents (logan.answer.incidents): bursts, slowdowns, errors, saturation,
     each with its most telling cause, and the day's timeline with them shaded."""
-    from logan.answer.incidents import story_and_incidents
+    from logan.answer.incidents import incidents_of
+    from logan.answer.timeline import story
 
     section = Section("incidents", "Incidents", "no incidents")
-    told, found = story_and_incidents(con, **period.filters())
+    told = story(con, (), **period.filters())  # made once: the incidents are found on it, and it is drawn
+    found = incidents_of(con, told, period.filters())
     if found.empty:
         return section
     cols = [c for c in ("start", "end", "kind", "change", "cause") if c in found.columns]
