@@ -84,16 +84,6 @@ def test_medians_are_pandas_medians() -> None:
     assert cs.medians(np.array([9, 1, 4, 7]), np.zeros(4, np.int64), 1).tolist() == [5.5]
 
 
-def test_start_then_line_is_lexsort() -> None:
-    rng = np.random.default_rng(3)
-    start = rng.integers(0, 50, 10_000) * 1_000_000 + 1_384_000_000_000_000  # ties of one second
-    line = rng.permutation(10_000) + 1
-    assert np.array_equal(ca.start_then_line(start, line), np.lexsort((line, start)))
-    # a span too wide to pack beside the line numbers: the two stable sorts
-    wide = start + rng.integers(0, 2, 10_000) * (1 << 58)
-    assert np.array_equal(ca.start_then_line(wide, line), np.lexsort((line, wide)))
-
-
 def test_a_log_is_read_in_the_same_order_every_time(tmp_path: Path) -> None:
     """Apache's %t has whole seconds: most requests of the sample share their start with
     others. They are replayed in the order of their lines, run after run."""

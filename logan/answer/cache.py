@@ -113,20 +113,20 @@ def load(
     source: str | None = None,
     keep_varying: bool = False,
     clients: bool = False,
+    sizes: bool = True,
     **filters: Any,
 ) -> Loaded:
     """Read the requests the filters keep (and `source`, a tier of a multi-log store), their
     keys grouped `by`. `keep_varying` replays the keys whose size varies too (said in the
-    exclusions); `clients` numbers the clients (for workers assigned by client; else 0).
+    exclusions); `clients` numbers the clients (for workers assigned by client; else 0);
+    `sizes` reads the answers' sizes (for a cache bounded in bytes; else 0).
 
     Two passes over the rows: one GROUP BY per key and reason (the keys, their labels, the
-    exclusions), one fetch of the cacheable requests as arrays; numpy puts them in start
-    order (a log is nearly sorted by start: about linear time, where DuckDB's ORDER BY took
-    ten times as long), requests that started in the same microsecond (Apache's %t has
-    whole seconds) in the order their log wrote them: by line number. Keys are told apart by
-    a 64-bit hash of their parts, clients by a hash of the address: two keys of a log share
-    one with a chance of about n^2 / 2^65 (3e-6 for ten million distinct keys)."""
-    import pandas as pd
+    exclusions), one fetch of the requests replayed as arrays in start order, requests
+    that started in the same microsecond (Apache's %t has whole seconds) in the order their
+    log wrote them: by line number. Keys are told apart by a 64-bit hash of their parts,
+    clients by a hash of the address: two keys of a log share one with a chance of about
+    n^2 / 2^65 (3e-6 for ten million distinct keys)."""
 
     where, params = filter_sql(filters)
     if source is not None:
@@ -149,56 +149,44 @@ def load(
     names = [key_label(*p) for p in kept[list(parts)].itertuples(index=False)] if parts else None
     keys = kept.assign(cache_key=names).sort_values("cache_key" if parts else "key_hash", ignore_index=True)
     keys.insert(0, "key_id", np.arange(len(keys), dtype=np.int64))
-    cols = _cacheable_arrays(con, rows, params, clients)
-    key_id = pd.Index(keys["key_hash"]).get_indexer(cols.pop("key_hash"))
-    cols["key"] = key_id.astype(np.int64, copy=False)
-    a = _in_start_order(cols, cols["key"] >= 0)  # -1: a key left out (its size varies)
+    a = _cacheable_arrays(con, rows, params, keys["key_hash"].to_numpy(), clients, sizes)
     end = a["start_us"] + a["duration_us"]  # as the view's end_us: the answer's end
     client = a["client"] if clients else np.zeros(len(end), np.int64)
-    trace = cs.Trace(a["key"], client, a["start_us"], end, a["duration_us"], a["bytes_sent"], len(keys))
+    size = a["bytes_sent"] if sizes else np.zeros(len(end), np.int64)
+    trace = cs.Trace(a["key"], client, a["start_us"], end, a["duration_us"], size, len(keys))
     return Loaded(trace, keys[["key_id", "cache_key", "cache_group", "fastest_us"]],
                   _exclusions(per, cacheable, keep_varying), span)  # fmt: skip
 
 
-def _cacheable_arrays(con: duckdb.DuckDBPyConnection, rows: str, params: list, clients: bool) -> dict:
-    """The cacheable requests as int64 arrays (key_hash as uint64) in no fixed order, with
-    their line numbers: only the columns the replay reads (the end is the start plus the
-    duration; the client only when workers are assigned by client). Through Arrow, which
-    DuckDB fills in parallel: half the time of fetchnumpy, whose order was no more fixed
-    (a filtered scan's rows come as its threads finish); _in_start_order puts them in order."""
+def _cacheable_arrays(
+    con: duckdb.DuckDBPyConnection,
+    rows: str,
+    params: list,
+    hashes: np.ndarray,
+    clients: bool,
+    sizes: bool,
+) -> dict:
+    """The requests of the keys replayed (`hashes`, in key_id order) as int64 arrays in
+    start order, requests that started in the same microsecond in the order their log wrote
+    them (by line number): only the columns the replay reads (the end is the start plus the
+    duration; the client and the size only when asked for). The key_id comes from a join
+    in DuckDB, which leaves out the keys not replayed, and DuckDB sorts (a hash table and a
+    sort in numpy took as long, with a copy of every array more)."""
+    import pyarrow as pa
+
     client = ", hash(client) AS client" if clients else ""
-    table = con.sql(
-        f"SELECT key_hash{client}, line_no, start_us, duration_us, bytes_sent FROM ({rows}) AS r "
-        f"WHERE excluded IS NULL",
-        params=params,
-    ).to_arrow_table()
-    out = {c: table.column(c).to_numpy() for c in table.column_names}
-    return {c: v if c == "key_hash" else v.astype(np.int64, copy=False) for c, v in out.items()}
-
-
-def _in_start_order(a: dict[str, np.ndarray], keep: np.ndarray) -> dict[str, np.ndarray]:
-    """The arrays at the rows kept, in start order, requests that started in the same
-    microsecond in the order of their lines (line_no, dropped), gathered once (np.take: a
-    quarter of the time of indexing by an array)."""
-    pick = None if keep.all() else np.flatnonzero(keep)
-    start, line = (a[c] if pick is None else np.take(a[c], pick) for c in ("start_us", "line_no"))
-    order = start_then_line(start, line)
-    pick = order if pick is None else np.take(pick, order)
-    return {c: np.take(v, pick) for c, v in a.items() if c != "line_no"}
-
-
-def start_then_line(start: np.ndarray, line: np.ndarray) -> np.ndarray:
-    """The order of the requests by start, then line number: one sort of both packed in an
-    int64 (the start since the first, the line in the low bits) where they fit, else two
-    stable sorts. Ties on both (lines of several logs) stay in the order given."""
-    if len(start) == 0:
-        return np.arange(0, dtype=np.int64)
-    since = start - start.min()
-    bits = int(line.max()).bit_length() if line.min() >= 0 else 64
-    if int(since.max()).bit_length() + bits <= 62:
-        return np.argsort((since << bits) | line, kind="stable")
-    by_line = np.argsort(line, kind="stable")
-    return np.take(by_line, np.argsort(np.take(start, by_line), kind="stable"))
+    size = ", bytes_sent" if sizes else ""
+    ids = np.arange(len(hashes), dtype=np.int32)
+    con.register("__logan_cache_keys", pa.table({"key_hash": hashes, "key": ids}))
+    try:
+        table = con.sql(
+            f"SELECT k.key{client}, start_us, duration_us{size} FROM ({rows}) AS r "
+            "JOIN __logan_cache_keys AS k USING (key_hash) WHERE excluded IS NULL ORDER BY start_us, line_no",
+            params=params,
+        ).to_arrow_table()
+    finally:
+        con.unregister("__logan_cache_keys")
+    return {c: table.column(c).to_numpy().astype(np.int64, copy=False) for c in table.column_names}
 
 
 def _exclusions(per: pd.DataFrame, cacheable: pd.DataFrame, keep_varying: bool) -> pd.DataFrame:
@@ -301,7 +289,9 @@ def cache(
         max_objects=max_objects, max_bytes=max_bytes,
     )  # fmt: skip
     models = [replace(base, workers=1), base] if workers > 1 else [base]
-    loaded = load(con, key, by, source, keep_varying, assign == "client" and workers > 1, **filters)
+    loaded = load(
+        con, key, by, source, keep_varying, assign == "client" and workers > 1, max_bytes > 0, **filters
+    )
     per_key = simulate(loaded, ttls, models, parse_duration(hit_cost, "--hit-cost") if hit_cost else None)
     table = _grouped(loaded, per_key, by, top)
     totals = _totals(per_key)
