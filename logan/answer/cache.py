@@ -11,7 +11,9 @@ TTL pays; the excluded requests by reason; and a headline in words.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -209,7 +211,9 @@ def simulate(
     loaded: Loaded, ttls: Sequence[int], models: Sequence[cs.Model], hit_cost_us: int | None
 ) -> pd.DataFrame:
     """Per key, TTL and cache set-up (`models` give all but the TTL): one row each with
-    key_id, ttl_s, workers and the sums of cache_sim.per_key."""
+    key_id, ttl_s, workers and the sums of cache_sim.per_key. The replays run on threads
+    (the compiled replay and tally let go of the GIL): each reads the trace and writes its
+    own outcomes."""
     import pandas as pd
 
     t = loaded.trace
@@ -219,18 +223,19 @@ def simulate(
         else loaded.keys["fastest_us"].to_numpy(np.float64)
     )
     totals = cs.key_totals(t)  # the same for every TTL and set-up
-    frames = []
-    for model in models:
-        slot = cs.slots_of(t, model)  # the same for every TTL
-        for ttl in ttls:
-            m = replace(model, ttl_us=ttl)
-            sums = cs.per_key(t, cs.replay(t, m, slot), cost, m.revalidate_us, totals)
-            frame = pd.DataFrame(sums)
-            frame.insert(0, "key_id", np.arange(t.keys))
-            frame.insert(1, "ttl_s", ttl / 1e6)
-            frame.insert(2, "workers", m.workers)
-            frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
+    slots = {m.workers: cs.slots_of(t, m) for m in models}  # the same for every TTL
+
+    def one(m: cs.Model) -> pd.DataFrame:
+        sums = cs.per_key(t, cs.replay(t, m, slots[m.workers]), cost, m.revalidate_us, totals)
+        frame = pd.DataFrame(sums)
+        frame.insert(0, "key_id", np.arange(t.keys))
+        frame.insert(1, "ttl_s", m.ttl_us / 1e6)
+        frame.insert(2, "workers", m.workers)
+        return frame
+
+    asked = [replace(model, ttl_us=ttl) for model in models for ttl in ttls]
+    with ThreadPoolExecutor(max_workers=min(len(asked), os.cpu_count() or 1)) as pool:
+        return pd.concat(list(pool.map(one, asked)), ignore_index=True)
 
 
 def reuse_p50_us(trace: cs.Trace, group_of_key: np.ndarray) -> np.ndarray:
@@ -292,18 +297,35 @@ def cache(
     loaded = load(
         con, key, by, source, keep_varying, assign == "client" and workers > 1, max_bytes > 0, **filters
     )
-    per_key = simulate(loaded, ttls, models, parse_duration(hit_cost, "--hit-cost") if hit_cost else None)
-    table = _grouped(loaded, per_key, by, top)
+    codes, names = _groups(loaded, by)
+    with ThreadPoolExecutor(max_workers=1) as beside:  # the reuse distances, beside the replays
+        reuse = beside.submit(reuse_p50_us, loaded.trace, codes)
+        per_key = simulate(loaded, ttls, models, parse_duration(hit_cost, "--hit-cost") if hit_cost else None)
+        table = _grouped(loaded, per_key, by, top, codes, names, reuse.result())
     totals = _totals(per_key)
     return CacheAnswer(table, totals, loaded.exclusions, headline(table, totals, loaded.exclusions, by))
 
 
-def _grouped(loaded: Loaded, per_key: pd.DataFrame, by: str, top: int | None) -> pd.DataFrame:
+def _groups(loaded: Loaded, by: str) -> tuple[np.ndarray, np.ndarray]:
+    """Each key's group number, and the groups' names (the key itself --by url)."""
     import pandas as pd
 
     column = "cache_key" if by == "url" else "cache_group"
     labels = loaded.keys[column].astype(object).where(loaded.keys[column].notna(), None)
-    codes, names = pd.factorize(labels, use_na_sentinel=False)
+    return pd.factorize(labels, use_na_sentinel=False)
+
+
+def _grouped(
+    loaded: Loaded,
+    per_key: pd.DataFrame,
+    by: str,
+    top: int | None,
+    codes: np.ndarray,
+    names: np.ndarray,
+    reuse: np.ndarray,
+) -> pd.DataFrame:
+    """The per-key sums per group, TTL and workers, the top groups: each key's group number
+    and the groups' names (_groups), their reuse distances (reuse_p50_us)."""
     group = codes[per_key["key_id"].to_numpy()]
     sums = ["requests", "hits", "waited", "revalidations", "backend_requests", "total_us", "saved_us"]
     g = per_key[sums].groupby([group, per_key["ttl_s"], per_key["workers"]]).sum()
@@ -315,7 +337,7 @@ def _grouped(loaded: Loaded, per_key: pd.DataFrame, by: str, top: int | None) ->
         g.insert(2, "keys", np.bincount(codes, minlength=len(names))[g["group"].to_numpy()])
     minutes = max(loaded.span_us / 60e6, 1.0)
     g["per_minute"] = g["requests"] / minutes
-    g["reuse_p50_us"] = reuse_p50_us(loaded.trace, codes)[g["group"].to_numpy()] if len(g) else []
+    g["reuse_p50_us"] = reuse[g["group"].to_numpy()] if len(g) else []
     g["hit_ratio"] = g["hits"] / g["requests"]
     g["saved_share"] = g["saved_us"] / g["total_us"].where(g["total_us"] > 0)
     # rank: the largest saving one shared cache gets at any TTL; ties by requests, then name
