@@ -49,10 +49,12 @@ VERDICTS = ("regression", "improvement", "same", "too few", "only A", "only B", 
 @dataclass(frozen=True)
 class Side:
     """One side of a comparison: a DuckDB connection over `requests` and the filters
-    (logan.answer.filters) that pick this side's requests."""
+    (logan.answer.filters) that pick this side's requests; `stats`, their stats_records
+    frame by the groups compared (every group, top=None) when the caller has read it."""
 
     con: duckdb.DuckDBPyConnection
     filters: dict = field(default_factory=dict)
+    stats: pd.DataFrame | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -170,7 +172,9 @@ def compare_sides(
 
 
 def _stats(side: Side, by: Sequence[str] | str) -> pd.DataFrame:
-    found = stats_records(side.con, by=by, sort="total", top=None, **side.filters).frame()
+    found = side.stats
+    if found is None:
+        found = stats_records(side.con, by=by, sort="total", top=None, **side.filters).frame()
     return _plain_groups(found[[*dimension_columns(by), *STATS]], dimension_columns(by))
 
 

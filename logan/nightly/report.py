@@ -80,6 +80,9 @@ class ReportOptions:
     slos: dict[str, float] = field(default_factory=dict)
     failed: tuple[tuple[str, str], ...] = ()
     missing: tuple[str, ...] = ()
+    # What sections of one report read alike, read once (see day_stats): build_report gives
+    # every report an empty one.
+    shared: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 SectionFn = Callable[[duckdb.DuckDBPyConnection, Period, ReportOptions], Section]
@@ -163,6 +166,17 @@ def headline_verdict(figures: list[Figure]) -> str:
 
 
 # --- The sections -------------------------------------------------------------------------
+def day_stats(con: duckdb.DuckDBPyConnection, period: Period, options: ReportOptions) -> pd.DataFrame:
+    """Every group of `by` in the period, most server time first (stats_records): the time
+    section shows its top, the slower section compares it with the day before. Read once a
+    report (options.shared): a pass over the day's requests with exact percentiles."""
+    key = ("day_stats", period.start, period.end, options.by)
+    if key not in options.shared:
+        found = st.stats_records(con, by=options.by, sort="total", top=None, **period.filters())
+        options.shared[key] = found.frame()
+    return options.shared[key]
+
+
 RANKED_KINDS = {"requests": "count", "total_us": "us", "share": "share", "p50_us": "us", "p95_us": "us",
                 "p99_us": "us", "error_share": "share"}  # fmt: skip
 
@@ -170,8 +184,7 @@ RANKED_KINDS = {"requests": "count", "total_us": "us", "share": "share", "p50_us
 def time_section(con: duckdb.DuckDBPyConnection, period: Period, options: ReportOptions) -> Section:
     """Where the time went: the groups of `by` with most server time."""
     dims = st.dimension_columns(options.by)
-    found = st.stats_records(con, by=options.by, sort="total", top=options.top, **period.filters())
-    frame = found.frame()
+    frame = day_stats(con, period, options).head(options.top)
     section = Section("time", "Where the time went")
     if frame.empty:
         section.verdict = "no requests"
@@ -253,12 +266,13 @@ SLOWER_KINDS = {"a_requests": "count", "b_requests": "count", "a_p95_us": "us", 
 def slower_section(con: duckdb.DuckDBPyConnection, period: Period, options: ReportOptions) -> Section:
     """What got slower or faster than the day before, beyond noise (logan.answer.compare:
     a Mann-Whitney U test per group; A is the day before, B the day)."""
-    from logan.answer.compare import compare
+    from logan.answer.compare import Side, compare_sides
 
     section = Section("slower", "What got slower or faster", "nothing changed beyond noise")
-    before = period.days_before(1)
-    found = compare(con, by=options.by, a_since=before.start, a_until=before.end,
-                    b_since=period.start, b_until=period.end)  # fmt: skip
+    day_before = Side(con, period.days_before(1).filters())
+    found = compare_sides(
+        day_before, Side(con, period.filters(), day_stats(con, period, options)), options.by
+    )
     changed = found[found["verdict"].isin(["regression", "improvement"])]
     if changed.empty:
         return section
@@ -398,6 +412,7 @@ def build_report(
     run once, the ones this version lacks marked not available."""
     # cron mails whatever a job writes: no progress bar for the longer queries
     con.execute("SET enable_progress_bar = false")
+    options = replace(options, shared={})
     made = []
     for spec in chosen(sections):
         if spec.build is None:
