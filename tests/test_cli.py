@@ -11,6 +11,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -191,6 +192,22 @@ def test_python_dash_m(tmp_path, log):
     )
     assert r.returncode == 0 and b"Traceback" not in r.stderr
     assert re.search(rf"requests\s+{N}\b", r.stderr.decode())
+
+
+def test_took_is_the_whole_command(tmp_path, log):
+    """The summary's `took` is what the user waited for: Python's start-up and imports and
+    the store's checkpoint and close included (measured here around the process), not the
+    ingest's own part (the store's `ingests.seconds`), which on 98 lines is a small part."""
+    store = tmp_path / "s.duckdb"
+    began = time.perf_counter()
+    r = logan("ingest", str(log), "--db", str(store), "--format", "combined_D")
+    waited = time.perf_counter() - began
+    took = float(re.search(r"took\s+([\d.]+) s", ok(r) + r.stderr.decode()).group(1))
+    with duckdb.connect(str(store), read_only=True) as con:
+        own = con.execute("SELECT sum(seconds) FROM ingests").fetchone()[0]
+    assert took <= waited + 0.05  # /proc's clock ticks are 10 ms
+    assert took >= 0.7 * waited, (took, waited)
+    assert took > own + 0.2, (took, own)  # start-up alone is more than that
 
 
 # ---- bad input: exit 2, a message, never a traceback -----------------------------------
