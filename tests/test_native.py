@@ -494,3 +494,106 @@ def test_raw_texts_that_type_alike_classify_once(ingest_text, monkeypatch, reade
     assert req["path"].tolist() == ["/a/1", "/a/1", "/a/1", "/b"]
     assert req["query"].tolist()[:2] == ["x=1", "x=2"]
     assert req["route"].tolist() == ["/a/{id}", "/a/{id}", "/a/{id}", "/b"]
+
+
+# Request lines whose query strings the classification keys drop (native.without_query):
+# plain and absolute targets, a '?' in an absolute URI's host (part of the host, as
+# logan/read/rows.py reads it), empty and bare queries, lines that are not three words,
+# short texts (inline in their view) and long ones (a view into the block).
+QUERY_LINES = [
+    "GET /a?x=1 HTTP/1.1",
+    "GET /a?x=2 HTTP/1.1",
+    "GET /a HTTP/1.1",
+    "GET /items/42?session=" + "s" * 200 + " HTTP/1.1",
+    "GET /items/43?session=" + "t" * 200 + " HTTP/1.1",
+    "GET http://h.example/b/c?y=1 HTTP/1.1",
+    "GET http://h?x/b?y=1 HTTP/1.1",
+    "GET http://h?x HTTP/1.1",
+    "GET /? HTTP/1.1",
+    "GET ?x HTTP/1.1",
+    "GET /a?x=1",
+    "GET /a?x=1 HTTP/1.1 more",
+    "GET  /a?x=1 HTTP/1.1",
+    "G?T /a?b HTTP/1.1",
+    "POST /login.php?next=/admin HTTP/1.0",
+]
+
+
+def test_keys_without_query_read_as_whole_lines_do(ingest_text, monkeypatch):
+    """The generic profile reads no query: the C split's reader numbers the request lines
+    without it (a key per path). Every column, the query and the raw line included, equals
+    the SQL split's, which keys on whole lines."""
+    text = "".join(
+        f'10.0.0.{i} - - [10/Oct/2000:13:55:{i:02d} +0000] "{r}" 200 {i}\n' for i, r in enumerate(QUERY_LINES)
+    )
+    plans = []
+    real = native.read_batch
+
+    def spy(con, cf, p, batch):  # noqa: ANN001, ANN202
+        plans.append(p)
+        return real(con, cf, p, batch)
+
+    found = {}
+    for reader in ("native", "sql"):
+        with reading_with(monkeypatch, reader):
+            monkeypatch.setattr(native, "read_batch", spy)
+            _, req, rej = ingest_text(text, "common", profile="generic")
+        found[reader] = req.drop(columns=["source", "ingest_id"], errors="ignore")
+        assert len(req) + len(rej) == len(QUERY_LINES)
+    assert plans and all(p.cut == "request" for p in plans)
+    assert found["native"].equals(found["sql"])
+    got = found["native"].set_index("request")
+    assert got.loc["GET /items/42?session=" + "s" * 200 + " HTTP/1.1", "query"] == "session=" + "s" * 200
+    assert got.loc["GET http://h?x/b?y=1 HTTP/1.1", ["vhost", "path", "query"]].tolist() == [
+        "h?x",
+        "/b",
+        "y=1",
+    ]
+
+
+@needs_c
+@pytest.mark.parametrize("request_line", [True, False])
+def test_without_query_cuts_where_the_path_ends(request_line):
+    """native.without_query against the same rule in Python, on every line above and on
+    targets alone: a request line loses the query of its second word, a target its tail."""
+    texts = (
+        QUERY_LINES if request_line else [t.split(" ")[1] if t.count(" ") >= 1 else t for t in QUERY_LINES]
+    )
+
+    def cut(target: str) -> str:
+        start = 0
+        if "://" in target and not target.startswith("/"):
+            slash = target.find("/", target.index("://") + 3)
+            if slash < 0:
+                return target
+            start = slash
+        q = target.find("?", start)
+        return target if q < 0 else target[:q]
+
+    def expected(text: str) -> str:
+        if not request_line:
+            return cut(text)
+        words = text.split(" ")
+        return text if len(words) != 3 else " ".join([words[0], cut(words[1]), words[2]])
+
+    got = native.without_query(pa.array(texts, pa.string_view()), request_line).to_pylist()
+    assert got == [expected(t) for t in texts]
+    assert got[0] == ("GET /a HTTP/1.1" if request_line else "/a")
+
+
+def test_keys_keep_their_query_when_classification_reads_it(tmp_path):
+    """Puppet's environment is in the query, and a rule may read it: then the keys are whole
+    request lines; the generic profile's are cut, and so are a $request_uri target's."""
+    from logan.read.ingest import _classification
+
+    rules = tmp_path / "rules.toml"
+    rules.write_text('[[rules]]\nmatch = "debug=1"\nfield = "query"\nindirector = "debug"\n')
+    cf = compile_format(*resolve_format("common", None))
+    request = rows.key_fields(cf, _classification("generic", None, (), "__c"))
+    assert len(request) == 1
+    assert rows.query_cut(cf, _classification("generic", None, (), "__c"), request[0]) == "request"
+    assert rows.query_cut(cf, _classification("puppet", None, (), "__c"), request[0]) is None
+    assert rows.query_cut(cf, _classification("generic", rules, (), "__c"), request[0]) is None
+    target = compile_format(*resolve_format("$remote_addr $request_uri $status", "nginx"))
+    [uri] = rows.key_fields(target, _classification("generic", None, (), "__c"))
+    assert rows.query_cut(target, _classification("generic", None, (), "__c"), uri) == "target"

@@ -579,6 +579,96 @@ done:
     return result;
 }
 
+/* Where the query of a request target starts in [t, end): its first '?' after the host of
+ * an absolute URI ("http://h?x/a" keeps "h?x" as its host, as logan/read/rows.py reads
+ * it), NULL when it has none. */
+static const char *query_start(const char *t, const char *end) {
+    const char *from = t;
+    if (end - t > 0 && *t != '/') {
+        for (const char *c = t; c + 3 <= end; c++) {
+            if (c[0] == ':' && c[1] == '/' && c[2] == '/') { /* absolute: the path after the host */
+                from = memchr(c + 3, '/', (size_t)(end - c - 3));
+                if (!from)
+                    return NULL;
+                break;
+            }
+        }
+    }
+    return memchr(from, '?', (size_t)(end - from));
+}
+
+/* without_query(views, buffers, request, out) -> the bytes the cut texts were written to:
+ * out gets each text without its query string. A request line ("GET /a?x=1 HTTP/1.1",
+ * request=1) loses it from its second word ("GET /a HTTP/1.1"), a target ("/a?x=1") its
+ * tail ("/a"); a text without one is its own view. What classification keys on when it
+ * reads the path and not the query: a log whose query strings rarely repeat then has a key
+ * per path, not per line. A line that is not "A B C" keeps its text (its path is NULL). */
+static PyObject *without_query(PyObject *self, PyObject *args) {
+    Py_buffer views = {0}, outbuf = {0};
+    PyObject *buffers, *made = NULL;
+    int request;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*Opw*", &views, &buffers, &request, &outbuf))
+        return NULL;
+    Py_ssize_t n = views.len / (Py_ssize_t)sizeof(View), nbufs = PySequence_Size(buffers);
+    Buffers data = {0};
+    if (outbuf.len < views.len) {
+        PyErr_SetString(PyExc_ValueError, "one view out per view in");
+        goto done;
+    }
+    if (nbufs < 0 || hold_buffers(buffers, &data) < 0)
+        goto done;
+    const View *in = views.buf;
+    View *out = outbuf.buf;
+    /* [q, e): the part cut out of text i (q NULL: nothing); two passes, to size the bytes */
+    size_t need = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        char *to = pass ? PyBytes_AS_STRING(made) : NULL;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const char *p = view_data(&in[i], data.bufs), *end = p + in[i].len, *t = p, *e = end;
+            if (request) { /* the second of exactly three words */
+                const char *sp1 = memchr(p, ' ', (size_t)in[i].len);
+                const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(end - sp1 - 1)) : NULL;
+                if (!sp2 || memchr(sp2 + 1, ' ', (size_t)(end - sp2 - 1))) {
+                    if (pass)
+                        out[i] = in[i];
+                    continue;
+                }
+                t = sp1 + 1;
+                e = sp2;
+            }
+            const char *q = query_start(t, e);
+            int32_t len = q ? (int32_t)(in[i].len - (e - q)) : in[i].len;
+            if (!pass) {
+                need += q && len > 12 && e < end ? (size_t)len : 0;
+                continue;
+            }
+            if (!q) {
+                out[i] = in[i];
+            } else if (e == end || len <= 12) { /* a prefix of the text, or short: inline */
+                char small[12];
+                if (len <= 12) {
+                    memcpy(small, p, (size_t)(q - p));
+                    memcpy(small + (q - p), e, (size_t)(end - e));
+                }
+                put_view(&out[i], len <= 12 ? small : p, len, in[i].u.ref.buf, in[i].u.ref.off);
+            } else { /* the words around the query, copied to the bytes made */
+                memcpy(to, p, (size_t)(q - p));
+                memcpy(to + (q - p), e, (size_t)(end - e));
+                put_view(&out[i], to, len, (int32_t)nbufs, (int32_t)(to - PyBytes_AS_STRING(made)));
+                to += len;
+            }
+        }
+        if (!pass && !(made = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)need)))
+            goto done;
+    }
+done:
+    release_buffers(&data);
+    PyBuffer_Release(&views);
+    PyBuffer_Release(&outbuf);
+    return made;
+}
+
 /* parse_time(text, pattern) -> microseconds, or None: the split's reading of a time, for
  * the checks of logan/read/native.py and the tests. */
 static PyObject *py_parse_time(PyObject *self, PyObject *args) {
@@ -600,6 +690,8 @@ static PyMethodDef methods[] = {
     {"syslog_headers", syslog_headers, METH_VARARGS,
      "syslog_headers(views, buffers, out) -> lines left to RE2; out: RFC 3164 header lengths, -1 where left"},
     {"line_views", line_views, METH_VARARGS, "line_views(block) -> the string views of its lines"},
+    {"without_query", without_query, METH_VARARGS,
+     "without_query(views, buffers, request, out) -> bytes; out gets the texts without their query"},
     {"split", split, METH_VARARGS,
      "split(views, buffers, body_offsets, plan, literals, forbidden, slots, sep, no_tab, out)"
      " -> (taken, taken line indexes); out gets slots x lines field views, slot-major (or a"

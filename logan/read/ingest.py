@@ -263,7 +263,8 @@ def _ingest_source(
                 plan = native.plan(cf, *rows.fields_read(cf, classified, keep), tz)
                 keyed = rows.key_fields(cf, classification)
                 if plan is not None and len(keyed) == 1 and keyed[0] not in plan.numbers:
-                    plan = dataclasses.replace(plan, keyed=keyed[0])
+                    cut = rows.query_cut(cf, classification, keyed[0])
+                    plan = dataclasses.replace(plan, keyed=keyed[0], cut=cut)
                 reading = _Reading(cf, plan, tz, classification, keep, src.label, ingest_id, kept)
                 st.ensure_columns(rows.stored_columns(cf, classified, keep))
                 summary.tz_assumed |= _has_local_time(cf)
@@ -360,15 +361,21 @@ class _Reading:
         p = self.plan
         checked, numbers = (p.checked, p.numbers) if p is not None else (frozenset(), frozenset())
         return rows.insert_sql(
-            self.cf, self.fast, self.tz, self.classification, self.keep, checked, numbers, self.keys_rel
-        )
+            self.cf, self.fast, self.tz, self.classification, self.keep, checked, numbers, self.keys_rel,
+            self.cut,
+        )  # fmt: skip
 
     @functools.cached_property
     def fast_prepare(self) -> list[tuple[str, bool]]:
         """The statements run before fast_insert: the classification of new keys, when it
         is cached across batches."""
         assert self.fast is not None
-        return rows.prepare_sql(self.cf, self.fast, self.tz, self.classification, self.keys_rel)
+        return rows.prepare_sql(self.cf, self.fast, self.tz, self.classification, self.keys_rel, self.cut)
+
+    @property
+    def cut(self) -> bool:
+        """Whether the keyed texts lose their query before they are numbered (Plan.cut)."""
+        return self.plan is not None and self.plan.cut is not None
 
     @property
     def params(self) -> dict:

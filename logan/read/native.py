@@ -77,6 +77,9 @@ class Plan:
     # the field whose distinct texts classification keys on (a request line): read_batch
     # numbers its texts (KEY_ID) and hands them over once each (see Read)
     keyed: str | None = None
+    # how its texts lose their query first, when classification reads none (without_query:
+    # "request" for a request line, "target" for a request target; None: kept whole)
+    cut: str | None = None
 
     def sql(self, table: str) -> str:
         """The rows of read_batch() registered as `table`, with every field of the format:
@@ -487,14 +490,32 @@ def read_batch(con, cf: CompiledFormat, p: Plan, batch: Batch) -> Read:  # noqa:
     raw = split(p, lines, line_no, body)
     keys = None
     if p.keyed is not None:
+        texts = raw.column(p.keyed).combine_chunks()
+        if p.cut is not None:
+            texts = without_query(texts, p.cut == "request")
         # the Array method, not pyarrow.compute: importing that costs every command 0.15 s
-        coded = raw.column(p.keyed).combine_chunks().dictionary_encode()
+        coded = texts.dictionary_encode()
         raw = raw.append_column(KEY_ID, coded.indices)
         n = len(coded.dictionary)  # pa.array() of numpy data would import pandas (0.2 s)
         ids = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(np.arange(n, dtype=np.int32))])
         keys = pa.table({KEY_ID: ids, p.keyed: coded.dictionary})
     # DuckDB scans an Arrow table one chunk per thread: chunks of a row group each.
     return Read(pa.Table.from_batches(raw.to_batches(max_chunksize=ROW_GROUP), raw.schema), keys)
+
+
+def without_query(texts: pa.Array, request: bool) -> pa.Array:
+    """The texts without their query strings (_split.without_query: of the request line's
+    target when `request`, else of the target itself), as string views: most are views
+    into the same bytes, a request line that loses the middle of its text is copied. Texts
+    with NULLs at an offset (never a split's) are returned whole."""
+    if texts.offset and texts.null_count:
+        return texts
+    views, data = _views(texts)
+    out = bytearray(views.size)
+    made = _split.without_query(views, data, request, out)
+    valid = texts.buffers()[0] if texts.null_count else None
+    bufs = [valid, pa.py_buffer(out), *data, pa.py_buffer(made)]
+    return pa.Array.from_buffers(pa.string_view(), len(texts), bufs)
 
 
 def header_lengths(con, cf: CompiledFormat, lines: pa.Array, line_no: np.ndarray) -> np.ndarray:  # noqa: ANN001

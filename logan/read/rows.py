@@ -206,12 +206,14 @@ def insert_sql(
     checked: frozenset[str] = frozenset(),
     numbers: frozenset[str] = frozenset(),
     keys_rel: str | None = None,
+    cut: bool = False,
 ) -> str:
     """The INSERT of the rows a split reads (`raw_sql`). `keys_rel`: the distinct texts of
-    the keyed field, numbered (native.Read.keys), when `raw_sql` carries those numbers."""
+    the keyed field, numbered (native.Read.keys), when `raw_sql` carries those numbers;
+    `cut`: those texts lost their query (native.Plan.cut)."""
     carry = (KEY_ID,) if keys_rel is not None else ()
     derived = derived_sql(cf, typed_sql(cf, raw_sql, tz, False, checked, numbers, carry), carry)
-    keyed = _keyed(cf, raw_sql, tz, classify, keys_rel)
+    keyed = _keyed(cf, raw_sql, tz, classify, keys_rel, cut)
     if keyed is not None and _cached(classify) and keys_rel is None:
         keyed = (f"SELECT * FROM {KEYS_TABLE}", *keyed[1:])  # made by prepare_sql
     return _insert(cf, derived, classify, keep, keyed)
@@ -229,13 +231,18 @@ def _cached(classify: Classifier) -> bool:
 
 
 def prepare_sql(
-    cf: CompiledFormat, raw_sql: str, tz: str, classify: Classifier, keys_rel: str | None = None
+    cf: CompiledFormat,
+    raw_sql: str,
+    tz: str,
+    classify: Classifier,
+    keys_rel: str | None = None,
+    cut: bool = False,
 ) -> list[tuple[str, bool]]:
     """The statements to run before insert_sql's, when the classification is cached: the
     classification of the batch's keys that the cache lacks (after the keys are made into
     KEYS_TABLE, unless `keys_rel` has them). With each, whether it takes the batch's
     parameters."""
-    keyed = _keyed(cf, raw_sql, tz, classify, keys_rel)
+    keyed = _keyed(cf, raw_sql, tz, classify, keys_rel, cut)
     if keyed is None or not _cached(classify):
         return []
     assert classify is not None and classify.fill is not None
@@ -255,7 +262,12 @@ def key_fields(cf: CompiledFormat, classify: Classifier) -> list[str]:
 
 
 def _keyed(
-    cf: CompiledFormat, raw_sql: str, tz: str, classify: Classifier, keys_rel: str | None = None
+    cf: CompiledFormat,
+    raw_sql: str,
+    tz: str,
+    classify: Classifier,
+    keys_rel: str | None = None,
+    cut: bool = False,
 ) -> Keyed | None:
     """For classify's `keyed`: the distinct raw texts of the fields its key columns come
     from (a batch's request lines), read like rows; the columns to join on; and the
@@ -284,7 +296,33 @@ def _keyed(
     derived = _derived_columns(cf)
     sources = {c: _typed_sources(cf, [c]) for c in schema.REQUEST_COLUMNS if c in derived and c not in on}
     carried = [c for c, made_of in sources.items() if made_of and made_of <= set(on)]
+    if cut:  # the keys' texts lost their query: the query and the raw text come from each row
+        carried = [c for c in carried if c not in WITH_QUERY]
     return keys_sql, join_on, carried
+
+
+# The columns that hold a request's query string: a row's own, never its key's when the keys
+# lost their query (native.without_query).
+WITH_QUERY = ("query", "request")
+# The key columns classification may read for the keys to lose their query.
+QUERYLESS_KEYS = {"path", "vhost", "method"}
+
+
+def query_cut(cf: CompiledFormat, classify: Classifier, keyed: str) -> str | None:
+    """How the texts of the keyed field may lose their query before they are numbered
+    (native.Plan.cut): "request" for a request line, "target" for a request target
+    ($request_uri); None when classification reads the query (the Puppet profile's
+    environment, a rule) or the field is another. A log whose query strings rarely repeat
+    then has a key per path, not per line."""
+    if classify is None or not set(classify.keys) <= QUERYLESS_KEYS:
+        return None
+    typed, _ = cf.typed("UTC")
+    fed = sorted(name for name, sql in typed.items() if keyed in _aliases(sql))
+    if fed == ["request"]:
+        return "request"
+    if fed in (["path"], ["path", "query"]):  # a path is the text before its first '?'
+        return "target"
+    return None
 
 
 def _insert(
