@@ -350,9 +350,11 @@ class _Reading:
         return self.plan.sql("__raw") if self.plan is not None else self.cf.fast_raw_sql("__batch")
 
     @property
-    def keys_rel(self) -> str | None:
+    def numbered(self) -> rows.Numbered | None:
         """The keyed texts the C split's reader numbered (registered as __raw_keys)."""
-        return "__raw_keys" if self.plan is not None and self.plan.keyed is not None else None
+        if self.plan is None or self.plan.keyed is None:
+            return None
+        return rows.Numbered("__raw_keys", self.plan.cut is not None)
 
     @functools.cached_property
     def fast_insert(self) -> str:
@@ -361,21 +363,15 @@ class _Reading:
         p = self.plan
         checked, numbers = (p.checked, p.numbers) if p is not None else (frozenset(), frozenset())
         return rows.insert_sql(
-            self.cf, self.fast, self.tz, self.classification, self.keep, checked, numbers, self.keys_rel,
-            self.cut,
-        )  # fmt: skip
+            self.cf, self.fast, self.tz, self.classification, self.keep, checked, numbers, self.numbered
+        )
 
     @functools.cached_property
     def fast_prepare(self) -> list[tuple[str, bool]]:
         """The statements run before fast_insert: the classification of new keys, when it
         is cached across batches."""
         assert self.fast is not None
-        return rows.prepare_sql(self.cf, self.fast, self.tz, self.classification, self.keys_rel, self.cut)
-
-    @property
-    def cut(self) -> bool:
-        """Whether the keyed texts lose their query before they are numbered (Plan.cut)."""
-        return self.plan is not None and self.plan.cut is not None
+        return rows.prepare_sql(self.cf, self.fast, self.tz, self.classification, self.numbered)
 
     @property
     def params(self) -> dict:

@@ -197,6 +197,16 @@ class Classification:
 Classifier = Classification | None
 
 
+@dataclass(frozen=True)
+class Numbered:
+    """The distinct texts of the keyed field that the C split's reader numbered
+    (native.Read.keys), registered as `rel`; `cut`: they lost their query string first
+    (native.Plan.cut)."""
+
+    rel: str
+    cut: bool = False
+
+
 def insert_sql(
     cf: CompiledFormat,
     raw_sql: str,
@@ -205,16 +215,14 @@ def insert_sql(
     keep: Keep = None,
     checked: frozenset[str] = frozenset(),
     numbers: frozenset[str] = frozenset(),
-    keys_rel: str | None = None,
-    cut: bool = False,
+    numbered: Numbered | None = None,
 ) -> str:
-    """The INSERT of the rows a split reads (`raw_sql`). `keys_rel`: the distinct texts of
-    the keyed field, numbered (native.Read.keys), when `raw_sql` carries those numbers;
-    `cut`: those texts lost their query (native.Plan.cut)."""
-    carry = (KEY_ID,) if keys_rel is not None else ()
+    """The INSERT of the rows a split reads (`raw_sql`); `numbered`: the keys, when
+    `raw_sql` carries their numbers."""
+    carry = (KEY_ID,) if numbered is not None else ()
     derived = derived_sql(cf, typed_sql(cf, raw_sql, tz, False, checked, numbers, carry), carry)
-    keyed = _keyed(cf, raw_sql, tz, classify, keys_rel, cut)
-    if keyed is not None and _cached(classify) and keys_rel is None:
+    keyed = _keyed(cf, raw_sql, tz, classify, numbered)
+    if keyed is not None and _cached(classify) and numbered is None:
         keyed = (f"SELECT * FROM {KEYS_TABLE}", *keyed[1:])  # made by prepare_sql
     return _insert(cf, derived, classify, keep, keyed)
 
@@ -231,22 +239,17 @@ def _cached(classify: Classifier) -> bool:
 
 
 def prepare_sql(
-    cf: CompiledFormat,
-    raw_sql: str,
-    tz: str,
-    classify: Classifier,
-    keys_rel: str | None = None,
-    cut: bool = False,
+    cf: CompiledFormat, raw_sql: str, tz: str, classify: Classifier, numbered: Numbered | None = None
 ) -> list[tuple[str, bool]]:
     """The statements to run before insert_sql's, when the classification is cached: the
     classification of the batch's keys that the cache lacks (after the keys are made into
-    KEYS_TABLE, unless `keys_rel` has them). With each, whether it takes the batch's
+    KEYS_TABLE, unless they are `numbered`). With each, whether it takes the batch's
     parameters."""
-    keyed = _keyed(cf, raw_sql, tz, classify, keys_rel, cut)
+    keyed = _keyed(cf, raw_sql, tz, classify, numbered)
     if keyed is None or not _cached(classify):
         return []
     assert classify is not None and classify.fill is not None
-    if keys_rel is not None:
+    if numbered is not None:
         return [(classify.fill(keyed[0]), True)]
     made = f"CREATE OR REPLACE TEMP TABLE {KEYS_TABLE} AS {keyed[0]}"
     return [(made, True), (classify.fill(f"SELECT * FROM {KEYS_TABLE}"), False)]
@@ -262,19 +265,14 @@ def key_fields(cf: CompiledFormat, classify: Classifier) -> list[str]:
 
 
 def _keyed(
-    cf: CompiledFormat,
-    raw_sql: str,
-    tz: str,
-    classify: Classifier,
-    keys_rel: str | None = None,
-    cut: bool = False,
+    cf: CompiledFormat, raw_sql: str, tz: str, classify: Classifier, numbered: Numbered | None = None
 ) -> Keyed | None:
     """For classify's `keyed`: the distinct raw texts of the fields its key columns come
     from (a batch's request lines), read like rows; the columns to join on; and the
     derived columns that follow from those alone (method, path, query...: taken from the
-    key's row instead of cut out of every row's request line). With `keys_rel` (the texts
-    numbered by the C split's reader) the keys are its rows and the join is on their
-    number; else a DISTINCT over `raw_sql` makes them and the join is on the typed texts."""
+    key's row instead of cut out of every row's request line). With `numbered` texts (the
+    C split's reader's) the keys are its rows and the join is on their number; else a
+    DISTINCT over `raw_sql` makes them and the join is on the typed texts."""
     if classify is None:
         return None
     on = sorted(_typed_sources(cf, classify.keys))
@@ -284,8 +282,8 @@ def _keyed(
     others = ", ".join(f"CAST(NULL AS VARCHAR) AS {f.alias}" for f in cf.fields if f.alias not in fields)
     others = f", {others}" if others else ""
     every = frozenset(f.alias for f in cf.fields)  # no check: a key's row is never stored
-    if keys_rel is not None:
-        rows = f"SELECT 0 AS line_no, '' AS line, {', '.join(fields)}{others}, {KEY_ID} FROM {keys_rel}"
+    if numbered is not None:
+        rows = f"SELECT 0 AS line_no, '' AS line, {', '.join(fields)}{others}, {KEY_ID} FROM {numbered.rel}"
         typed = typed_sql(cf, rows, tz, with_reason=False, checked=every, carry=(KEY_ID,))
         keys_sql, join_on = derived_sql(cf, typed, (KEY_ID,)), [KEY_ID]
     else:
@@ -296,7 +294,7 @@ def _keyed(
     derived = _derived_columns(cf)
     sources = {c: _typed_sources(cf, [c]) for c in schema.REQUEST_COLUMNS if c in derived and c not in on}
     carried = [c for c, made_of in sources.items() if made_of and made_of <= set(on)]
-    if cut:  # the keys' texts lost their query: the query and the raw text come from each row
+    if numbered is not None and numbered.cut:  # the query and the raw text: each row's own
         carried = [c for c in carried if c not in WITH_QUERY]
     return keys_sql, join_on, carried
 
