@@ -49,8 +49,6 @@ def in_flight(
 ) -> pd.DataFrame:
     """Per series (the `cols`) and bucket of `width` from `lo` to `hi` (epoch us): bucket_us,
     in_flight_max, in_flight_mean."""
-    import pandas as pd
-
     if not cols:  # as Arrow: half the CPU time of fetchnumpy for 10 M timestamps
         spans = run_arrow(con, series_sql("request_spans", cols), where, params)
         s = spans.column("s").to_numpy()  # a copy of the chunks: each column let go once copied
@@ -58,6 +56,8 @@ def in_flight(
         e = spans.column("e").to_numpy()
         del spans
         return _one(s, e, lo, hi, width)
+    import pandas as pd
+
     cur = run_cursor(con, series_sql("request_spans", cols), where, params)
     frames = []
     for key, rows in cur.df().groupby(list(cols), dropna=False, sort=False):
@@ -70,10 +70,10 @@ def in_flight(
 
 
 def _one(s: np.ndarray, e: np.ndarray, lo: int, hi: int, width: int) -> pd.DataFrame:
-    import pandas as pd
-
     edges = np.arange(lo, hi + 1, width, dtype=np.int64)
     if len(s) == 0:  # no request with both times (a log without durations): nothing to say
+        import pandas as pd  # here and below, not above: the sweep runs while pandas loads
+
         nothing = np.full(len(edges) - 1, np.nan)
         return pd.DataFrame({"bucket_us": edges[:-1], "in_flight_max": nothing, "in_flight_mean": nothing})
     s, e = in_start_order(_us(s), _us(e))
@@ -82,6 +82,8 @@ def _one(s: np.ndarray, e: np.ndarray, lo: int, hi: int, width: int) -> pd.DataF
         if _sweep is not None
         else (most_in_flight(s, np.sort(e), edges), overlap_sums(s, e, edges))
     )
+    import pandas as pd
+
     return pd.DataFrame({"bucket_us": edges[:-1], "in_flight_max": most, "in_flight_mean": area / width})
 
 

@@ -12,6 +12,7 @@ traffic shows as zero requests rather than as a missing row.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -207,8 +208,6 @@ def timeline(
     (HAProxy); in_flight_max and in_flight_mean (exact, from ts_start/ts_end). Columns the
     log has nothing for are left out.
     """
-    import pandas as pd
-
     cols = dimension_columns(by) if by else []
     where, params = filter_sql(
         dict(since=since, until=until, env=env, method=method, status=status, path_glob=path_glob)
@@ -221,8 +220,14 @@ def timeline(
     width = bucket_width_us(span["first_us"], span["last_us"], bucket)
     lo = span["first_us"] // width * width
     hi = (span["last_us"] // width + 1) * width
-    per_bucket = run_records(con, series_sql("timeline", cols), where, [*params, width]).frame()
-    flight = in_flight(con, cols, lo, hi, width, where, params)
+    # The sweep (numpy and C, one core) runs on its own cursor beside DuckDB's aggregate;
+    # both let go of the GIL, and pandas is imported while they run.
+    with ThreadPoolExecutor(max_workers=1) as beside, con.cursor() as other:
+        flying = beside.submit(in_flight, other, cols, lo, hi, width, where, params)
+        per_bucket = run_records(con, series_sql("timeline", cols), where, [*params, width]).frame()
+        flight = flying.result()
+    import pandas as pd
+
     grid = _on_grid(per_bucket, cols, lo, hi, width)
     for c in cols:  # a column with no value at all comes as floats from one side, objects from the other
         grid[c], flight[c] = grid[c].astype(object), flight[c].astype(object)
