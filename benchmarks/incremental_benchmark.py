@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ingest_benchmark import run  # noqa: E402
 from shapes_benchmark import SHAPES, shape_log  # noqa: E402
 
-LOGAN = [sys.executable, "-c", "from logan.cli import main; main()"]
+LOGAN = [sys.executable, "-c", "from logan.cli import program; program()"]
 
 
 def tail_bytes(log: Path, share: float) -> bytes:

@@ -99,7 +99,7 @@ def run(cmd: list[str]) -> tuple[float, int]:
 
 def tools(dialect: str, log: Path, workdir: Path, stats: bool) -> dict[str, list[str]]:
     preset = FORMATTERS[dialect][0]
-    logan = [sys.executable, "-c", "from logan.cli import main; main()"]
+    logan = [sys.executable, "-c", "from logan.cli import program; program()"]
     if stats:
         found = {f"logan stats ({dialect})": [*logan, "stats", str(log), "--format", preset]}
     else:

@@ -26,7 +26,7 @@ from ingest_benchmark import DATA, run  # noqa: E402
 
 import logan  # noqa: E402
 
-LOGAN = [sys.executable, "-c", "from logan.cli import main; main()"]
+LOGAN = [sys.executable, "-c", "from logan.cli import program; program()"]
 FIRST_DAY = datetime(2026, 1, 1)
 
 

@@ -98,7 +98,7 @@ def shape_log(shape: str, gb: float) -> tuple[Path, str, str | None]:
 
 
 def commands(shape: str, log: Path, fmt: str, goaccess: str | None, work: Path, stats: bool) -> dict:
-    logan = [sys.executable, "-c", "from logan.cli import main; main()"]
+    logan = [sys.executable, "-c", "from logan.cli import program; program()"]
     dialect = ["--dialect", corpus_logs.FORMAT_DIALECT[shape]] if shape in corpus_logs.FORMAT_DIALECT else []
     if stats:
         found = {"logan stats": [*logan, "stats", str(log), "--format", fmt, *dialect]}

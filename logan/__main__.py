@@ -1,5 +1,5 @@
 """`python -m logan`: the same command as `logan`."""
 
-from logan.cli import main
+from logan.cli import program
 
-main()
+program()

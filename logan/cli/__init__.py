@@ -84,6 +84,28 @@ def _options(
 
 def main(argv: list[str] | None = None) -> None:
     """Run the command line; exit with its status (see the module's docstring)."""
+    sys.exit(status_of(argv))
+
+
+def program() -> None:
+    """The `logan` program (its script, and `python -m logan`): main() with an exit that
+    skips the interpreter's teardown. Everything is written and every store closed by
+    then; what is left is freeing a heap of up to a GB object by object, 0.3-0.6 s of a
+    report or a cache simulation over 10 M requests. A Spark session, which stops its JVM
+    at exit, gets the ordinary exit."""
+    status = status_of(None)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (BrokenPipeError, ValueError):  # a reader that went away (| head) reads no more
+        pass
+    if "pyspark" in sys.modules:
+        sys.exit(status)
+    os._exit(status)
+
+
+def status_of(argv: list[str] | None) -> int:
+    """Run the command line; its exit status."""
     try:
         status = app(argv, standalone_mode=False)
     except NoArgsIsHelpError as exc:
@@ -103,8 +125,8 @@ def main(argv: list[str] | None = None) -> None:
         say_error(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         status = EXIT_FAILURE
     err.file.flush()
-    sys.exit(status if isinstance(status, int) else 0)
+    return status if isinstance(status, int) else 0
 
 
 if __name__ == "__main__":
-    main()
+    program()

@@ -63,6 +63,7 @@ def cache_command(
 
     --engine spark --data DIR reads the requests from Parquet on Spark (docs/spark.md).
     """
+    opt.warm("pandas")
     ca.check_options(by, key, ttl, assign, revalidate, hit_cost)
     if plot is not None:
         check_path(plot)

@@ -62,6 +62,7 @@ def compare_command(
 
     --engine spark --data DIR compares two periods of a Parquet folder on Spark (docs/spark.md).
     """
+    opt.warm("pandas")
     by = by or ["indirector"]
     dimension_columns(by)
     periods = any(v is not None for v in (a_since, a_until, b_since, b_until))

@@ -34,6 +34,7 @@ def incidents_command(
     Given FILES, they are read into a temporary store first (into --db when given too).
     --engine spark --data DIR answers the same from Parquet on Spark (docs/spark.md).
     """
+    opt.warm("pandas")
     if bucket is not None:
         tl.bucket_width_us(0, 0, bucket)  # checked before any log is read
     with rows.open(None, reading, where) as store:

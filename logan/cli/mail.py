@@ -45,6 +45,7 @@ def mail_command(
     ] = None,
 ) -> None:
     """Mail a day's report: text and HTML with the charts inline, over SMTP."""
+    asked.warm()
     security = "ssl" if ssl else "none" if plain else "starttls"
     if starttls + ssl + plain > 1:
         raise mail.LoganError("choose one of --starttls, --ssl, --no-tls")

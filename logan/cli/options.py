@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import inspect
 import ipaddress
+import threading
 from collections.abc import Callable, Collection
 from contextlib import AbstractContextManager
 from copy import copy
@@ -339,3 +340,22 @@ def command(func: Callable[..., None]) -> Callable[..., None]:
     run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     run.__annotations__ = {p.name: p.annotation for p in params}
     return run
+
+
+def warm(*modules: str) -> None:
+    """Import these modules on a thread of their own while the command goes on. pandas
+    takes about half a second to import; a command that needs it later opens the store and
+    starts its first query meanwhile, and DuckDB runs without the GIL. Not a daemon thread:
+    an interpreter never shuts down in the middle of the import (logan.cli.program ends
+    the process without waiting for it, which is harmless)."""
+    threading.Thread(target=_import_quietly, args=modules, name="logan-warm").start()
+
+
+def _import_quietly(*modules: str) -> None:
+    import importlib
+
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # said where the module is imported for use
+            return

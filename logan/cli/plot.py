@@ -14,6 +14,7 @@ from logan.answer.views import DIMENSIONS, dimension_columns
 from logan.cli import options as opt
 from logan.errors import LoganError
 from logan.show import plots
+from logan.show.charts import CHART_MODULES
 from logan.show.console import err, inert, say
 
 EXAMPLES = (
@@ -41,6 +42,7 @@ def plot_command(
     """Draw a log-scale latency histogram per group, a latency-over-time heatmap (one panel,
     or one per group with --by), or the time-spent Pareto (share and cumulative share of
     server time per group)."""
+    opt.warm("pandas", *CHART_MODULES)
     if kind not in plots.KINDS:
         raise LoganError(f"unknown picture {kind!r}; use {' | '.join(plots.KINDS)}")
     plots.check_path(out)

@@ -16,6 +16,7 @@ import typer
 from logan.cli import options as opt
 from logan.errors import LoganError
 from logan.nightly.report import SECTION_KEYS, Report, ReportOptions, report_of
+from logan.show.charts import CHART_MODULES
 from logan.show.report_html import render_html
 from logan.show.report_text import FORMS, render
 
@@ -57,6 +58,10 @@ class ReportAsked:
     def value(self) -> ReportAsked:
         return self
 
+    def warm(self) -> None:
+        """Start importing what making the report needs (opt.warm)."""
+        opt.warm("pandas", *(() if self.no_charts else CHART_MODULES))
+
     def make(self) -> Report:
         """The report (logan.nightly.report.report_of)."""
         options = ReportOptions(label=self.label, by=tuple(self.by or ["indirector"]), top=self.top,
@@ -76,6 +81,7 @@ def report_command(
 ) -> None:
     """A day's report: the headline against the day before and a week before, where the
     time went, cache candidates, requesters that grew, ingest health."""
+    asked.warm()
     if format not in FORMS:
         raise LoganError(f"--format {format!r}: use {', '.join(FORMS)}")
     report = asked.make()

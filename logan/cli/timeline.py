@@ -47,6 +47,7 @@ def timeline_command(
     held at a ceiling while latency grew).
     --engine spark --data DIR answers the same from Parquet on Spark (docs/spark.md).
     """
+    opt.warm("pandas")
     dims = dimension_columns(by) if by else []
     if bucket is not None:
         tl.bucket_width_us(0, 0, bucket)  # checked before any log is read

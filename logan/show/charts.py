@@ -14,6 +14,10 @@ from typing import TYPE_CHECKING
 
 from logan.show.console import inert
 
+# What drawing a chart imports (0.8 s): a command that will draw starts on it early
+# (logan.cli.options.warm).
+CHART_MODULES = ("matplotlib.figure", "matplotlib.backends.backend_agg")
+
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
