@@ -6,6 +6,7 @@ same checks over a million and more (docs/reliability.md has the volume reached)
 
 from __future__ import annotations
 
+import gzip
 import os
 import random
 import shutil
@@ -94,6 +95,27 @@ def test_any_bytes_anywhere_keep_the_count(tmp_path, dialect, junk, seed):
     path.write_bytes(b"\n".join(lines) + b"\n")
     s, _, _ = read(path, SEEDS[dialect][0])
     check_counts(s, len(lines))
+
+
+@pytest.mark.parametrize("start", [b"\x1f\x8b", b"\x1f\x8b\x08", b"\x1f\x8b\x08\x00"])
+def test_a_log_starting_with_gzips_magic_is_read_as_text(tmp_path, start):
+    """A first line that begins with gzip's magic bytes (found by the test above) is a line
+    like the others; the whole file used to be read as a .gz cut at its start: nothing.
+    The same lines compressed are read as a .gz into the same rows."""
+    good = seed_lines("apache")[:3]
+    lines = [start + good[0], *good]
+    path = tmp_path / "magic.log"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    s, req, rej = read(path, SEEDS["apache"][0])
+    check_counts(s, len(lines))
+    first = req["client"].iloc[0] if len(req) == len(lines) else rej["raw"].iloc[0]
+    assert first.startswith("\x1f")  # the line itself (its byte 0x8b is written \x8b)
+    packed = tmp_path / "magic.log.gz"
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    s2, req2, rej2 = read(packed, SEEDS["apache"][0])
+    check_counts(s2, len(lines))
+    pd.testing.assert_frame_equal(req, req2)
+    pd.testing.assert_frame_equal(rej, rej2)
 
 
 def test_mutation_keeps_lines_whole():

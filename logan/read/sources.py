@@ -34,6 +34,21 @@ except ImportError:
 
 DEFAULT_BLOCK = 64 << 20
 GZIP_MAGIC = b"\x1f\x8b"
+GZIP_HEAD = 4096  # bytes looked at to tell a .gz from a text that starts with its magic
+
+
+def is_gzip(head: bytes) -> bool:
+    """Whether content starting with `head` is gzip: the magic, and a start that inflates.
+    A log line may begin with the two magic bytes (hostile input does); read as gzip, the
+    whole file would be lost."""
+    if head[:2] != GZIP_MAGIC or head[2:3] not in (b"\x08", b""):  # the method: deflate
+        return False
+    try:
+        zlib.decompressobj(wbits=31).decompress(head)
+    except zlib.error:
+        return False
+    return True
+
 
 # Arrow's string_view layout: length, then 12 inline bytes, or a 4-byte prefix, the index
 # of the data buffer and the offset in it. DuckDB's own strings have the same layout.
@@ -50,8 +65,8 @@ class Source:
             raw: io.BufferedIOBase = sys.stdin.buffer
         else:
             raw = open(self.path, "rb")  # noqa: SIM115 - closed by the reader
-        head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
-        if head == GZIP_MAGIC:
+        head = raw.peek(GZIP_HEAD)[:GZIP_HEAD] if hasattr(raw, "peek") else b""
+        if is_gzip(head):
             return io.BufferedReader(Gunzip(raw), 1 << 16)  # type: ignore[return-value]
         return raw
 
@@ -63,7 +78,7 @@ class Source:
 
     def compressed(self) -> bool:
         with open(self.path, "rb") as fh:  # type: ignore[arg-type]
-            return fh.read(2) == GZIP_MAGIC
+            return is_gzip(fh.read(GZIP_HEAD))
 
     def prefix(self, n: int) -> bytes:
         """The first `n` bytes of the content (decompressed), fewer for a shorter file (or
