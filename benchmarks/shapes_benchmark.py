@@ -138,7 +138,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--shape", nargs="+", default=SHAPES, choices=SHAPES)
     ap.add_argument("--stats", action="store_true", help="`logan stats LOG` against halog -ut")
-    ap.add_argument("--peer-runs", type=int, help="runs of GoAccess (default: --runs; it takes minutes a GB)")
+    ap.add_argument(
+        "--peer-runs", type=int, help="runs of GoAccess (default: --runs; it takes minutes a GB; 0: none)"
+    )
     a = ap.parse_args()
     print(f"\nmedians of {a.runs} runs, logs of about {a.gb:g} GB; every command in a fresh process\n")
     print("| shape | tool | seconds | MB/s | lines/s | peak RSS | runs |")
@@ -153,7 +155,7 @@ def main() -> None:
             rss = dict.fromkeys(cmds, 0)
             for k in range(a.runs):
                 for name, cmd in cmds.items():  # in this order: the floor copies ingest's store
-                    if name == "goaccess" and k >= (a.peer_runs or a.runs):
+                    if name == "goaccess" and k >= (a.runs if a.peer_runs is None else a.peer_runs):
                         continue
                     for db in ("s.duckdb", "floor.duckdb") if name == "logan ingest" else ("floor.duckdb",):
                         (work / db).unlink(missing_ok=True)
@@ -161,6 +163,8 @@ def main() -> None:
                     walls[name].append(wall)
                     rss[name] = max(rss[name], peak)
         for name, w in walls.items():
+            if not w:  # a peer not run (--peer-runs 0)
+                continue
             wall = statistics.median(w)
             each = ", ".join(f"{x:.2f}" for x in w)
             print(f"| {shape} | {name} | {wall:.2f} | {size / 1e6 / wall:,.0f} | {lines / wall:,.0f} "

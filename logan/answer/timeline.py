@@ -220,12 +220,7 @@ def timeline(
     width = bucket_width_us(span["first_us"], span["last_us"], bucket)
     lo = span["first_us"] // width * width
     hi = (span["last_us"] // width + 1) * width
-    # The sweep (numpy and C, one core) runs on its own cursor beside DuckDB's aggregate;
-    # both let go of the GIL, and pandas is imported while they run.
-    with ThreadPoolExecutor(max_workers=1) as beside, con.cursor() as other:
-        flying = beside.submit(in_flight, other, cols, lo, hi, width, where, params)
-        per_bucket = run_records(con, series_sql("timeline", cols), where, [*params, width]).frame()
-        flight = flying.result()
+    per_bucket, flight = _aggregate_and_sweep(con, cols, lo, hi, width, where, params)
     import pandas as pd
 
     grid = _on_grid(per_bucket, cols, lo, hi, width)
@@ -236,6 +231,20 @@ def timeline(
     df.insert(len(cols) + 2, "width_us", width)
     df = df.drop(columns=[c for c in df.columns if df[c].isna().all() and c not in (*cols, *COUNTS)])
     return df.sort_values([*cols, "bucket_us"], na_position="last", ignore_index=True)
+
+
+def _aggregate_and_sweep(
+    con: duckdb.DuckDBPyConnection, cols: list[str], lo: int, hi: int, width: int, where: str, params: list
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """queries/timeline.sql's buckets and the requests in flight. On DuckDB the sweep (numpy
+    and C, one core) runs on a cursor of its own beside the aggregate: both let go of the
+    GIL, and pandas is imported while they run. Another engine runs one after the other."""
+    aggregate = (series_sql("timeline", cols), where, [*params, width])
+    if not isinstance(con, duckdb.DuckDBPyConnection):
+        return run_records(con, *aggregate).frame(), in_flight(con, cols, lo, hi, width, where, params)
+    with ThreadPoolExecutor(max_workers=1) as beside, con.cursor() as other:
+        flying = beside.submit(in_flight, other, cols, lo, hi, width, where, params)
+        return run_records(con, *aggregate).frame(), flying.result()
 
 
 def _on_grid(per_bucket: pd.DataFrame, cols: list[str], lo: int, hi: int, width: int) -> pd.DataFrame:
