@@ -610,6 +610,11 @@ def key_columns(profile: str, rules: Rules | str | Path | None = None) -> list[s
     return keys
 
 
+# The most keys ClassCache keeps: about 70 MB of answers. The largest key sets of the
+# benchmark shapes (Puppet fleets, HAProxy lines from the corpus) stay well under it.
+CLASS_CACHE_KEYS = 200_000
+
+
 @dataclass(frozen=True)
 class ClassCache:
     """The classification of every key an ingest has met, in a table of its own, so each
@@ -642,6 +647,14 @@ class ClassCache:
         names = ", ".join(f"{k} VARCHAR" for k in self.keys())
         answers = ", ".join(f"{c} VARCHAR" for c in (*RULE_TARGETS, "__node")) + ", __gn INTEGER"
         return f"CREATE OR REPLACE TEMP TABLE {self.table} ({names}, {answers})"
+
+    def full_sql(self) -> str:
+        """Whether the table holds more than CLASS_CACHE_KEYS keys: then it is made again,
+        empty, before the next batch. A log whose paths never repeat (hashed file names)
+        would make it hold a row per line, in memory (a temporary table), and every batch's
+        fill joins against it. Emptied, it fills again with the keys of the batches that
+        follow, which a log that repeats its paths meets again."""
+        return f"SELECT count(*) > {CLASS_CACHE_KEYS} FROM {self.table}"
 
     def fill_sql(self, keys_sql: str) -> str:
         """INSERT the classification of the keys of `keys_sql` (rows with the key columns)

@@ -39,7 +39,10 @@ from logan.store import Store, filter_pushdown, open_store, stored_columns
 # DuckDB's memory during an ingest into a file: enough for a block's batch in flight (the
 # same speed as without a limit on a 5 GB log), small enough that RSS stays flat (the
 # classifier works on a batch's distinct request lines, not on the batch).
-INGEST_MEMORY = "256MB"
+INGEST_MEMORY_MB = 256
+# A batch that does not fit (hundreds of thousands of distinct request lines, each joined
+# to its classes: a log of hashed file names) runs again with twice the limit, up to this.
+INGEST_MEMORY_MAX_MB = 2048
 
 # A store made for one report keeps these too: an event's syslog header has no year, which
 # the rows around it give (logan/read/events.py).
@@ -167,7 +170,7 @@ def ingest(
     if st.path != ":memory:":
         # DuckDB keeps written blocks cached up to 80% of RAM by default: RSS then grows
         # with the input (1.5 GB for a 5 GB log). Written blocks can be read back instead.
-        st.con.execute(f"SET memory_limit = '{INGEST_MEMORY}'")
+        st.con.execute(f"SET memory_limit = '{INGEST_MEMORY_MB}MB'")
     keep = None if columns is None else frozenset(columns) | _KEPT_FOR_EVENTS
     try:
         for src in sources:
@@ -277,8 +280,8 @@ def _ingest_source(
                     cursor = st.con.cursor()
                 prepare.start(functools.partial(native.read_batch, cursor, cf, plan) if plan else None)
             assert out is not None
-            reasons: Counter = Counter()
-            _ingest_batch(st, reading, batch, out, reasons)
+            _empty_cache_when_full(st.con, classification)
+            reasons = _ingest_batch_fitted(st, reading, batch, out)
             for k, v in reasons.items():
                 summary.rejects_by_reason[k] = summary.rejects_by_reason.get(k, 0) + v
             if progress:
@@ -478,6 +481,7 @@ def _classification(
         keys,
         cached.create_sql(),
         cached.fill_sql,
+        cached.full_sql(),
     )
 
 
@@ -486,6 +490,36 @@ def _has_local_time(cf: CompiledFormat) -> bool:
         if f.spec.convert == "strftime" and "%z" not in (f.spec.arg or "") and "%Z" not in (f.spec.arg or ""):
             return True
     return False
+
+
+def _empty_cache_when_full(con: duckdb.DuckDBPyConnection, c: rows.Classifier) -> None:
+    """The classification's cache made again, empty, when it is full (ClassCache.full_sql)."""
+    if c is not None and c.full is not None and c.setup is not None and con.execute(c.full).fetchall()[0][0]:
+        con.execute(c.setup)
+
+
+def _ingest_batch_fitted(st: Store, r: _Reading, batch: Batch, out: SourceSummary) -> Counter:
+    """_ingest_batch; its rejects by reason. A batch that runs out of the ingest's memory
+    limit is rolled back whole and runs again with twice the limit (up to
+    INGEST_MEMORY_MAX_MB), which then holds for the rest of the ingest."""
+    limit = INGEST_MEMORY_MB
+    while True:
+        reasons: Counter = Counter()
+        try:
+            _ingest_batch(st, r, batch, out, reasons)
+            return reasons
+        except duckdb.OutOfMemoryException:
+            current = st.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+            limit = max(limit, _mib(current)) * 2
+            if st.path == ":memory:" or limit > INGEST_MEMORY_MAX_MB:
+                raise
+            st.con.execute(f"SET memory_limit = '{limit}MB'")
+
+
+def _mib(setting: str) -> int:
+    """DuckDB's memory_limit setting ('244.1 MiB', '1.9 GiB') in MiB."""
+    number, unit = setting.split()
+    return int(float(number) * {"KiB": 1 / 1024, "MiB": 1, "GiB": 1024, "TiB": 1 << 20}.get(unit, 1))
 
 
 def _ingest_batch(st: Store, r: _Reading, batch: Batch, out: SourceSummary, summary_reasons: Counter) -> None:

@@ -191,6 +191,7 @@ class Classification:
     keys: tuple[str, ...]
     setup: str | None = None
     fill: Callable[[str], str] | None = None
+    full: str | None = None  # whether the cache is to be emptied (setup again) before a batch
 
 
 # None leaves the classification columns NULL.

@@ -1,0 +1,91 @@
+"""An ingest into a file on a log whose request lines never repeat (hashed file names):
+a batch that does not fit the memory limit runs again with a larger one, and the cache of
+classified keys stays bounded, with the same rows as an ingest that never empties it."""
+
+from __future__ import annotations
+
+import random
+
+import duckdb
+import pytest
+
+from logan.read import classify, ingest
+
+CLASS_COLUMNS = "line_no, path, route, indirector, resource, environment"
+
+
+def unique_paths_log(path, lines: int, seed: int = 7) -> None:
+    """nginx-like lines: thumbnails of hashed paths, every path its own, a few repeated."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(lines):
+        h = f"{rng.getrandbits(96):024x}" if i % 10 else "0" * 24  # one line in ten repeats a path
+        out.append(
+            f"10.0.{i % 250}.{i % 7} - - [29/Mar/2026:00:{i // 6000 % 60:02d}:{i // 100 % 60:02d} +0000] "
+            f'"GET /t/{i % 900}x{i % 77}/{h[:2]}/{h[2:4]}/{h[4:]}.jpeg?w={i % 13} HTTP/1.1" 200 {i % 5000} '
+            f'"-" "ua/{i % 5}" {i % 997 / 1000:.3f}'
+        )
+    path.write_text("\n".join(out) + "\n")
+
+
+FORMAT = (
+    '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent '
+    '"$http_referer" "$http_user_agent" $request_time'
+)
+
+
+def read(tmp_path, log, name: str, **kw):
+    db = tmp_path / f"{name}.duckdb"
+    s = ingest.ingest([str(log)], store=str(db), format=FORMAT, dialect="nginx", block_size=1 << 20, **kw)
+    s.limit = s.store.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    s.store.con.close()
+    con = duckdb.connect(str(db), read_only=True)
+    rows = con.execute(f"SELECT {CLASS_COLUMNS} FROM requests ORDER BY line_no").fetchall()
+    con.close()
+    return s, rows
+
+
+def test_a_batch_past_the_memory_limit_runs_again_with_more(tmp_path, monkeypatch):
+    log = tmp_path / "thumbs.log"
+    unique_paths_log(log, 30_000)
+    _, want = read(tmp_path, log, "roomy")
+    # 8 MB: too little for a batch of 1 MB of lines joined to their classes
+    monkeypatch.setattr(ingest, "INGEST_MEMORY_MB", 8)
+    tried = []
+    real = ingest._ingest_batch
+
+    def counting(st, *a):
+        tried.append(st.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
+        return real(st, *a)
+
+    monkeypatch.setattr(ingest, "_ingest_batch", counting)
+    s, got = read(tmp_path, log, "tight")
+    assert s.lines == s.rows == 30_000
+    assert got == want  # every line once, classified alike
+    assert len(tried) > len(set(tried)) or len(set(tried)) > 1, tried  # a batch ran again, with more
+    assert ingest._mib(tried[0]) < ingest._mib(tried[-1])
+    assert ingest._mib(s.limit) > 1000  # the ingest put the store's own limit back
+
+
+def test_the_class_cache_is_emptied_when_full_and_answers_alike(tmp_path, monkeypatch):
+    log = tmp_path / "thumbs.log"
+    unique_paths_log(log, 20_000)
+    _, want = read(tmp_path, log, "unbounded")
+    sizes = []
+    real = ingest._empty_cache_when_full
+
+    def watching(con, c):
+        real(con, c)
+        sizes.append(con.execute(c.setup.split()[5].join(["SELECT count(*) FROM ", ""])).fetchall()[0][0])
+
+    monkeypatch.setattr(classify, "CLASS_CACHE_KEYS", 3_000)
+    monkeypatch.setattr(ingest, "_empty_cache_when_full", watching)
+    s, got = read(tmp_path, log, "bounded")
+    assert s.rows == 20_000 and got == want
+    assert len(sizes) >= 3 and max(sizes) <= 3_000 + 8_000  # at most the bound and one batch's keys
+    assert 0 in sizes[1:]  # emptied at least once after the first batch
+
+
+@pytest.mark.parametrize("setting, mib", [("244.1 MiB", 244), ("1.9 GiB", 1945), ("512.0 KiB", 0)])
+def test_memory_setting_in_mib(setting, mib):
+    assert ingest._mib(setting) == mib
