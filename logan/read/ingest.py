@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 import duckdb
 import pyarrow as pa
@@ -201,12 +202,13 @@ def ingest(
             # Route words that vary a lot under one prefix (/tags/{name}) show only across
             # rows: fold them now that the new rows are in (the Puppet profile gives the
             # routes of non-Puppet paths the generic way).
-            collapse_routes(st.con, since_ingest=min((s.ingest_id or 0 for s in summary.sources), default=0))
+            since = min((s.ingest_id or 0 for s in summary.sources), default=0)
+            _within_memory(st, lambda: collapse_routes(st.con, since_ingest=since))
         if st.path != ":memory:":
             # Written now, under the memory limit: the checkpoint DuckDB makes at close
             # would run without it (3.2 GB for a 1 GB log of varied paths), and the time
             # it takes belongs to the ingest's.
-            st.con.execute("CHECKPOINT")
+            _within_memory(st, lambda: st.con.execute("CHECKPOINT"))
     except (duckdb.Error, OSError) as exc:
         raise _disk_full(st, exc) or exc from exc
     finally:
@@ -499,18 +501,30 @@ def _empty_cache_when_full(con: duckdb.DuckDBPyConnection, c: rows.Classifier) -
 
 
 def _ingest_batch_fitted(st: Store, r: _Reading, batch: Batch, out: SourceSummary) -> Counter:
-    """_ingest_batch; its rejects by reason. A batch that runs out of the ingest's memory
-    limit is rolled back whole and runs again with twice the limit (up to
-    INGEST_MEMORY_MAX_MB), which then holds for the rest of the ingest."""
-    limit = INGEST_MEMORY_MB
-    while True:
+    """_ingest_batch within the ingest's memory (_within_memory); its rejects by reason."""
+
+    def attempt() -> Counter:
         reasons: Counter = Counter()
+        _ingest_batch(st, r, batch, out, reasons)  # rolled back whole when it fails
+        return reasons
+
+    return _within_memory(st, attempt)
+
+
+T = TypeVar("T")
+
+
+def _within_memory(st: Store, run: Callable[[], T]) -> T:
+    """run(); when it runs out of the ingest's memory limit, run again with twice the limit
+    (up to INGEST_MEMORY_MAX_MB), which then holds for the rest of the ingest. `run` leaves
+    nothing behind when it fails: a batch is rolled back whole, and folding the routes
+    starts over from what is stored."""
+    while True:
         try:
-            _ingest_batch(st, r, batch, out, reasons)
-            return reasons
+            return run()
         except duckdb.OutOfMemoryException:
             current = st.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
-            limit = max(limit, _mib(current)) * 2
+            limit = round(_mib(current) * 1.048576) * 2  # in MB, as it was set
             if st.path == ":memory:" or limit > INGEST_MEMORY_MAX_MB:
                 raise
             st.con.execute(f"SET memory_limit = '{limit}MB'")
