@@ -283,7 +283,7 @@ def _ingest_source(
                 prepare.start(functools.partial(native.read_batch, cursor, cf, plan) if plan else None)
             assert out is not None
             _empty_cache_when_full(st.con, classification)
-            reasons = _ingest_batch_fitted(st, reading, batch, out)
+            reasons = _within_memory(st, functools.partial(_ingest_batch, st, reading, batch, out))
             for k, v in reasons.items():
                 summary.rejects_by_reason[k] = summary.rejects_by_reason.get(k, 0) + v
             if progress:
@@ -500,17 +500,6 @@ def _empty_cache_when_full(con: duckdb.DuckDBPyConnection, c: rows.Classifier) -
         con.execute(c.setup)
 
 
-def _ingest_batch_fitted(st: Store, r: _Reading, batch: Batch, out: SourceSummary) -> Counter:
-    """_ingest_batch within the ingest's memory (_within_memory); its rejects by reason."""
-
-    def attempt() -> Counter:
-        reasons: Counter = Counter()
-        _ingest_batch(st, r, batch, out, reasons)  # rolled back whole when it fails
-        return reasons
-
-    return _within_memory(st, attempt)
-
-
 T = TypeVar("T")
 
 
@@ -536,8 +525,10 @@ def _mib(setting: str) -> int:
     return int(float(number) * {"KiB": 1 / 1024, "MiB": 1, "GiB": 1024, "TiB": 1 << 20}.get(unit, 1))
 
 
-def _ingest_batch(st: Store, r: _Reading, batch: Batch, out: SourceSummary, summary_reasons: Counter) -> None:
+def _ingest_batch(st: Store, r: _Reading, batch: Batch, out: SourceSummary) -> Counter:
+    """One batch in one transaction, rolled back whole when it fails; its rejects by reason."""
     con = st.con
+    said: Counter = Counter()
     cf, row = r.cf, r.row
     assert row is not None
     table = pa.Table.from_batches(batch.table.to_batches(max_chunksize=_SCAN_ROWS))
@@ -563,14 +554,14 @@ def _ingest_batch(st: Store, r: _Reading, batch: Batch, out: SourceSummary, summ
         if n_fast < batch.lines:
             n_slow, n_events, reasons = _exact_path(con, r, fast is not None, n_fast, batch)
             n_rej = sum(reasons.values())
-            summary_reasons.update(reasons)
+            said.update(reasons)
         if n_fast + n_slow + n_rej + n_events != batch.lines:
             raise RuntimeError(
                 f"{r.label}: {batch.lines} lines gave {n_fast + n_slow} rows, {n_rej} rejects"
                 f" and {n_events} events"
             )
         if batch.cut_line is not None:
-            _said_cut(con, r.label, batch.cut_line, summary_reasons)
+            _said_cut(con, r.label, batch.cut_line, said)
         row.count(con, batch.lines, n_fast + n_slow, n_rej, n_events, batch.nbytes)
         if r.kept is not None:
             r.kept.save(con, batch, r.label, r.ingest_id)
@@ -588,6 +579,7 @@ def _ingest_batch(st: Store, r: _Reading, batch: Batch, out: SourceSummary, summ
     out.events += n_events
     out.nbytes += batch.nbytes
     out.invalid_utf8 += batch.invalid_utf8
+    return said
 
 
 CUT_GZ = "the .gz is cut in this line (still being compressed, or copied short)"
