@@ -105,3 +105,22 @@ def test_a_log_is_read_in_the_same_order_every_time(tmp_path: Path) -> None:
     in_order = raw.sort_values(["start_us", "line_no"])
     assert np.array_equal(first.start, in_order["start_us"].to_numpy())
     assert np.array_equal(first.duration, in_order["duration_us"].to_numpy())
+
+
+@pytest.mark.parametrize("span_s", [3_600, 10**9])  # one key of 63 bits; the two sorts
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_start_order_is_lexsorts(span_s: int, shuffled: bool) -> None:
+    """Starts in whole seconds (ties everywhere), lines nearly in order or shuffled, and
+    repeated line numbers (two logs in one store): the order start_order finds is the one
+    np.lexsort gives, ties of both keys left in the order they came."""
+    rng = np.random.default_rng(span_s)
+    n = 50_000
+    line = np.concatenate([np.arange(n // 2), np.arange(n - n // 2)]) + 7
+    start = (np.sort(rng.integers(0, span_s, n)) + 1_600_000_000) * 1_000_000
+    start[rng.random(n) < 0.01] += 2_000_000  # a few requests out of their line's place
+    if shuffled:
+        perm = rng.permutation(n)
+        line, start = line[perm], start[perm]
+    got = ca.start_order(line, start)
+    assert np.array_equal(got, np.lexsort((line, start)))
+    assert len(ca.start_order(line[:0], start[:0])) == 0

@@ -174,8 +174,7 @@ def _cacheable_arrays(
     start order, requests that started in the same microsecond in the order their log wrote
     them (by line number): only the columns the replay reads (the end is the start plus the
     duration; the client and the size only when asked for). The key_id comes from a join
-    in DuckDB, which leaves out the keys not replayed, and DuckDB sorts (a hash table and a
-    sort in numpy took as long, with a copy of every array more)."""
+    in DuckDB, which leaves out the keys not replayed; numpy sorts (see start_order)."""
     import pyarrow as pa
 
     client = ", hash(client) AS client" if clients else ""
@@ -184,13 +183,32 @@ def _cacheable_arrays(
     con.register("__logan_cache_keys", pa.table({"key_hash": hashes, "key": ids}))
     try:
         table = con.sql(
-            f"SELECT k.key{client}, start_us, duration_us{size} FROM ({rows}) AS r "
-            "JOIN __logan_cache_keys AS k USING (key_hash) WHERE excluded IS NULL ORDER BY start_us, line_no",
+            f"SELECT k.key{client}, start_us, duration_us{size}, line_no FROM ({rows}) AS r "
+            "JOIN __logan_cache_keys AS k USING (key_hash) WHERE excluded IS NULL",
             params=params,
         ).to_arrow_table()
     finally:
         con.unregister("__logan_cache_keys")
-    return {c: table.column(c).to_numpy().astype(np.int64, copy=False) for c in table.column_names}
+    a = {c: table.column(c).to_numpy().astype(np.int64, copy=False) for c in table.column_names}
+    order = start_order(a.pop("line_no"), a["start_us"])
+    return {c: v[order] for c, v in a.items()}
+
+
+def start_order(line_no: np.ndarray, start_us: np.ndarray) -> np.ndarray:
+    """The permutation that sorts requests by start, then line number. A log's rows come
+    nearly in that order, which a stable sort (timsort) on one key finds in a tenth of a
+    second over 10 M rows, where DuckDB's ORDER BY took 0.7 s and np.lexsort as long: so
+    the two keys become one, the start's offset times the lines' range plus the line, when
+    that fits in 63 bits (a day of 10 M lines uses 60); else two stable sorts, the line's
+    first (whole seconds make every start a tie of many, as Apache's %t does)."""
+    if len(start_us) == 0:
+        return np.arange(0, dtype=np.intp)
+    s0, l0 = int(start_us.min()), int(line_no.min())
+    lines = int(line_no.max()) - l0 + 1
+    if (int(start_us.max()) - s0 + 1) * lines < 2**63:
+        return np.argsort((start_us - s0) * lines + (line_no - l0), kind="stable")
+    by_line = np.argsort(line_no, kind="stable")
+    return by_line[np.argsort(start_us[by_line], kind="stable")]
 
 
 def _exclusions(per: pd.DataFrame, cacheable: pd.DataFrame, keep_varying: bool) -> pd.DataFrame:
