@@ -1,23 +1,15 @@
-/* Requests in flight per bucket (logan.answer.in_flight), the requests in any order.
+/* Requests in flight per bucket in one sweep (logan.answer.in_flight).
 
-   The numpy form in in_flight.py sorts the requests by start, then searches every start
-   among the sorted ends: on 10 M requests the sort alone is most of the time, even for a
-   store's rows, which come in long runs nearly in start order. Here nothing is sorted
-   whole:
-   - the mean needs no order: each request adds its time to the buckets it crosses (its
-     head to the one it starts in, its tail to the one it ends in, the whole width to each
-     one between, kept as a difference array), in integers: exact;
-   - the most needs the order of the starts and ends inside each bucket only. Each start
-     and end goes to its bucket (a counting sort), each bucket's events are sorted by their
-     offset in the bucket (a radix sort of 11-bit digits; an insertion sort for a few), and
-     walked up from the level at the bucket's start: the starts before it less the ends by
-     it. At one instant the ends come first (a request is in flight over [start, end)).
+   The numpy form in in_flight.py needs the ends sorted and a binary search of every start
+   among them: on 10 M requests that is most of the time. Here the starts are walked in
+   order once, the ends of the requests in flight kept in a min-heap (as many as are in
+   flight at once, a few hundred), so the cost is n log(in flight) with no sort of the ends.
 
    sweep(start, end, lo, width, most, area)
-     start, end: int64[n] microseconds, in any order, every start in [lo, lo + width *
-                 buckets) (end <= start: never in flight)
+     start, end: int64[n] microseconds, start sorted, every start in [lo, lo + width * buckets)
+                 (end < start counts as end == start: never in flight)
      most:       int64[buckets], written: the most requests in flight at any instant of the
-                 bucket
+                 bucket (a request is in flight over [start, end))
      area:       float64[buckets], written: the microseconds of all requests' time inside
                  the bucket (the time-weighted mean in flight is area / width)
    Both forms give the same numbers (tests/test_timeline.py holds them to a brute force). */
@@ -26,148 +18,55 @@
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
-#define DIGIT 11
-#define MASK ((1 << DIGIT) - 1)
-#define FEW 64 /* a bucket with no more events than this is sorted by insertion */
+typedef struct {
+    int64_t *heap; /* ends of the requests in flight, smallest first */
+    Py_ssize_t size;
+    int64_t now, lo, width, buckets;
+    double *area;
+} Sweep;
 
-/* An event's key: its offset in its bucket, doubled, plus 1 for a start. A start is at
-   [0, width), an end at (0, width] (an end on an edge closes the bucket before it), so at
-   one instant an end sorts before a start, and the key is at most 2 * width. */
-typedef Py_ssize_t Counts[4][1 << DIGIT];
-
-static void sort_keys(uint64_t *a, uint64_t *tmp, Py_ssize_t n, int passes, Counts *count) {
-    if (n <= FEW) {
-        for (Py_ssize_t i = 1; i < n; i++) {
-            uint64_t v = a[i];
-            Py_ssize_t j = i;
-            for (; j > 0 && a[j - 1] > v; j--) a[j] = a[j - 1];
-            a[j] = v;
-        }
-        return;
+static void push(Sweep *w, int64_t end) {
+    Py_ssize_t i = w->size++;
+    while (i > 0 && w->heap[(i - 1) / 2] > end) {
+        w->heap[i] = w->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
     }
-    /* Every digit's counts in one read, into four tables taken in turn: a bucket's keys
-       come nearly in order, so the next key's high digit is mostly this one's, and one
-       table would make each count wait for the one before it to be stored. */
-    memset(count, 0, (size_t)passes * sizeof *count);
+    w->heap[i] = end;
+}
+
+static void pop(Sweep *w) {
+    int64_t last = w->heap[--w->size];
     Py_ssize_t i = 0;
-    for (; i + 4 <= n; i += 4)
-        for (int p = 0; p < passes; p++)
-            for (int j = 0; j < 4; j++) count[p][j][(a[i + j] >> (p * DIGIT)) & MASK]++;
-    for (; i < n; i++)
-        for (int p = 0; p < passes; p++) count[p][0][(a[i] >> (p * DIGIT)) & MASK]++;
-    uint64_t *from = a, *to = tmp;
-    for (int p = 0; p < passes; p++) {
-        int shift = p * DIGIT;
-        Py_ssize_t at = 0, *c = count[p][0];
-        for (int d = 0; d < (1 << DIGIT); d++) {
-            Py_ssize_t here = c[d] + count[p][1][d] + count[p][2][d] + count[p][3][d];
-            c[d] = at;
-            at += here;
-        }
-        for (Py_ssize_t k = 0; k < n; k++) to[c[(from[k] >> shift) & MASK]++] = from[k];
-        uint64_t *swap = from;
-        from = to;
-        to = swap;
+    for (;;) {
+        Py_ssize_t c = 2 * i + 1;
+        if (c >= w->size) break;
+        if (c + 1 < w->size && w->heap[c + 1] < w->heap[c]) c++;
+        if (w->heap[c] >= last) break;
+        w->heap[i] = w->heap[c];
+        i = c;
     }
-    if (from != a) memcpy(a, from, (size_t)n * sizeof *a);
+    w->heap[i] = last;
 }
 
-/* (t - lo) / width for t >= lo, by a multiplication: a 64-bit division costs tens of
-   cycles, and there are four per request. The double's rounding is put right after. */
-static inline int64_t bucket_of(int64_t t, int64_t lo, int64_t width, double per) {
-    int64_t d = t - lo, k = (int64_t)((double)d * per);
-    if (k * width > d) k--;
-    else if ((k + 1) * width <= d) k++;
-    return k;
+/* Time moves on to `to`: the requests in flight add their time to each bucket crossed. */
+static void advance(Sweep *w, int64_t to) {
+    while (w->now < to) {
+        int64_t k = (w->now - w->lo) / w->width;
+        int64_t edge = w->lo + (k + 1) * w->width;
+        int64_t stop = to < edge ? to : edge;
+        w->area[k] += (double)w->size * (double)(stop - w->now);
+        w->now = stop;
+    }
 }
 
-/* The whole computation, without the GIL; -1 when out of memory. */
-static int in_flight(const int64_t *start, const int64_t *end, Py_ssize_t n, int64_t lo, int64_t width,
-                     Py_ssize_t buckets, int64_t *most, double *area) {
-    int64_t hi = lo + width * (int64_t)buckets;
-    double per = 1.0 / (double)width;
-    /* per bucket: events (starts and ends in it), starts, ends, time, difference of crossings */
-    Py_ssize_t *at = calloc((size_t)buckets + 1, sizeof *at);
-    int64_t *starts = calloc((size_t)buckets, sizeof *starts), *ends = calloc((size_t)buckets, sizeof *ends);
-    int64_t *time = calloc((size_t)buckets, sizeof *time), *crossing = calloc((size_t)buckets + 1, sizeof *crossing);
-    uint64_t *keys = NULL, *tmp = NULL;
-    Counts *count = malloc((64 / DIGIT + 1) * sizeof *count);
-    int status = -1;
-    if (!at || !starts || !ends || !time || !crossing || !count) goto done;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t s = start[i], e = end[i];
-        if (e <= s) continue;
-        int64_t k0 = bucket_of(s, lo, width, per), e_in = e < hi ? e : hi, k1 = bucket_of(e_in - 1, lo, width, per);
-        starts[k0]++;
-        if (e <= hi) ends[k1]++;
-        if (k0 == k1) {
-            time[k0] += e_in - s;
-        } else {
-            time[k0] += lo + (k0 + 1) * width - s;
-            time[k1] += e_in - (lo + k1 * width);
-            crossing[k0 + 1]++;
-            crossing[k1]--;
-        }
+/* Every request that ended by `t` leaves (a request is no longer in flight at its end). */
+static void end_by(Sweep *w, int64_t t) {
+    while (w->size > 0 && w->heap[0] <= t) {
+        advance(w, w->heap[0]);
+        pop(w);
     }
-    Py_ssize_t total = 0, widest = 0;
-    for (Py_ssize_t k = 0; k < buckets; k++) {
-        Py_ssize_t events = (Py_ssize_t)(starts[k] + ends[k]);
-        at[k] = total;
-        total += events;
-        if (events > widest) widest = events;
-    }
-    at[buckets] = total;
-    keys = malloc((size_t)(total ? total : 1) * sizeof *keys);
-    tmp = malloc((size_t)(widest ? widest : 1) * sizeof *tmp);
-    if (!keys || !tmp) goto done;
-    Py_ssize_t *fill = calloc((size_t)buckets, sizeof *fill);
-    if (!fill) goto done;
-    memcpy(fill, at, (size_t)buckets * sizeof *fill);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t s = start[i], e = end[i];
-        if (e <= s) continue;
-        int64_t k0 = bucket_of(s, lo, width, per);
-        keys[fill[k0]++] = (uint64_t)(s - (lo + k0 * width)) << 1 | 1;
-        if (e <= hi) {
-            int64_t k1 = bucket_of(e - 1, lo, width, per);
-            keys[fill[k1]++] = (uint64_t)(e - (lo + k1 * width)) << 1;
-        }
-    }
-    free(fill);
-    int bits = 0;
-    while (bits < 64 && ((uint64_t)2 * (uint64_t)width) >> bits) bits++;
-    int passes = (bits + DIGIT - 1) / DIGIT;
-    int64_t level = 0, crossed = 0;
-    for (Py_ssize_t k = 0; k < buckets; k++) {
-        uint64_t *a = keys + at[k];
-        Py_ssize_t m = at[k + 1] - at[k];
-        sort_keys(a, tmp, m, passes, count);
-        int64_t now = level, top = level;
-        for (Py_ssize_t i = 0; i < m; i++) {
-            if (a[i] & 1) {
-                if (++now > top) top = now;
-            } else {
-                now--;
-            }
-        }
-        most[k] = top;
-        level += starts[k] - ends[k];
-        crossed += crossing[k];
-        area[k] = (double)(time[k] + crossed * width);
-    }
-    status = 0;
-done:
-    free(at);
-    free(starts);
-    free(ends);
-    free(time);
-    free(crossing);
-    free(keys);
-    free(tmp);
-    free(count);
-    return status;
+    advance(w, t);
 }
 
 static int get(PyObject *o, Py_buffer *b, Py_ssize_t itemsize, Py_ssize_t n, int writable) {
@@ -196,21 +95,40 @@ static PyObject *sweep(PyObject *self, PyObject *args) {
 
     const int64_t *start = b_start.buf, *end = b_end.buf;
     int64_t *most = b_most.buf;
-    int bad = width <= 0 || buckets == 0 || width > (INT64_MAX / 4) / (buckets ? (int64_t)buckets : 1);
-    int64_t hi = bad ? 0 : lo + width * (int64_t)buckets;
-    for (Py_ssize_t i = 0; i < n && !bad; i++) bad = start[i] < lo || start[i] >= hi;
+    int64_t hi = lo + width * (int64_t)buckets;
+    int bad = width <= 0;
+    for (Py_ssize_t i = 0; i < n && !bad; i++)
+        bad = start[i] < lo || start[i] >= hi || (i && start[i] < start[i - 1]);
     if (bad) {
-        PyErr_SetString(PyExc_ValueError, "sweep: every start must be inside the buckets");
+        PyErr_SetString(PyExc_ValueError, "sweep: starts must be sorted and inside the buckets");
         goto e4;
     }
-    int status;
-    Py_BEGIN_ALLOW_THREADS
-    status = in_flight(start, end, n, lo, width, buckets, most, b_area.buf);
-    Py_END_ALLOW_THREADS
-    if (status < 0) {
+    Sweep w = {malloc((size_t)(n ? n : 1) * 8), 0, lo, lo, width, buckets, b_area.buf};
+    if (!w.heap) {
         PyErr_NoMemory();
         goto e4;
     }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 0; k < buckets; k++) w.area[k] = 0;
+    int64_t bucket = -1; /* the last bucket whose level at its start is written */
+    for (Py_ssize_t i = 0; i <= n; i++) {
+        int64_t k = i < n ? (start[i] - lo) / width : buckets;
+        while (bucket < k && bucket + 1 < buckets) { /* the level at each bucket's start */
+            bucket++;
+            end_by(&w, lo + bucket * width);
+            most[bucket] = w.size;
+        }
+        if (i == n) break;
+        int64_t t = start[i];
+        end_by(&w, t);
+        for (; i < n && start[i] == t; i++) /* every start at t, then the level after them */
+            if (end[i] > t) push(&w, end[i]);
+        i--;
+        if (w.size > most[k]) most[k] = w.size;
+    }
+    end_by(&w, hi);
+    Py_END_ALLOW_THREADS
+    free(w.heap);
     result = Py_None;
     Py_INCREF(result);
 e4:
