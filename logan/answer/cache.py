@@ -189,9 +189,10 @@ def _cacheable_arrays(
         ).to_arrow_table()
     finally:
         con.unregister("__logan_cache_keys")
-    a = {c: table.column(c).to_numpy().astype(np.int64, copy=False) for c in table.column_names}
+    a = {c: table.column(c).to_numpy() for c in table.column_names}
     order = start_order(a.pop("line_no"), a["start_us"])
-    return {c: v[order] for c, v in a.items()}
+    # gathered as they came (the key is int32: half the bytes to move), then made int64
+    return {c: np.take(v, order).astype(np.int64, copy=False) for c, v in a.items()}
 
 
 def start_order(line_no: np.ndarray, start_us: np.ndarray) -> np.ndarray:
