@@ -15,20 +15,40 @@ parts below: logan.read (lines -> rows), logan.answer (rows -> DataFrames), loga
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from logan import store as _store
-from logan.answer import incidents as _incidents
-from logan.answer import stats  # the module, as notebooks use it: logan.stats.headline(con)
-from logan.answer import timeline as _timeline
-from logan.answer.cache import cache
-from logan.answer.compare import compare
 from logan.errors import FormatError, LoganError
-from logan.read.ingest import IngestSummary, ingest
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from logan.answer import stats
+    from logan.answer.cache import cache
+    from logan.answer.compare import compare
+    from logan.read.ingest import IngestSummary, ingest
+
+# Imported when first used (PEP 562), so that `logan ingest` does not load the cache
+# simulator, nor `logan timeline` the ingest: name -> (module, attribute; None for the
+# module itself, as notebooks use it: logan.stats.headline(con)).
+_LAZY = {
+    "stats": ("logan.answer.stats", None),
+    "cache": ("logan.answer.cache", "cache"),
+    "compare": ("logan.answer.compare", "compare"),
+    "ingest": ("logan.read.ingest", "ingest"),
+    "IngestSummary": ("logan.read.ingest", "IngestSummary"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'logan' has no attribute {name!r}")
+    module, attribute = _LAZY[name]
+    value = importlib.import_module(module)
+    return value if attribute is None else getattr(value, attribute)
+
 
 __version__ = "0.1.0"
 
@@ -38,10 +58,14 @@ class Store(_store.Store):
 
     def stats(self, **kwargs: Any) -> pd.DataFrame:
         """Time spent by dimension: see logan.stats.stats for the options."""
-        return stats.stats(self.con, **kwargs)
+        from logan.answer.stats import stats
+
+        return stats(self.con, **kwargs)
 
     def cache(self, **kwargs: Any) -> Any:
         """What a cache would answer and save: see logan.cache (a CacheAnswer of DataFrames)."""
+        from logan.answer.cache import cache
+
         return cache(self.con, **kwargs)
 
 
@@ -49,13 +73,17 @@ def timeline(store: _store.Store, **kwargs: Any) -> pd.DataFrame:
     """Per time bucket: rate, percentiles of every timer, statuses, bytes, cache hits, queues
     and requests in flight; see logan.answer.timeline.timeline for the options (by, bucket,
     since, until, env, method, status, path_glob)."""
-    return _timeline.timeline(store.con, **kwargs)
+    from logan.answer.timeline import timeline
+
+    return timeline(store.con, **kwargs)
 
 
 def incidents(store: _store.Store, **kwargs: Any) -> pd.DataFrame:
     """The incidents and their causes; see logan.answer.incidents.incidents (bucket and the
     filters of `timeline`)."""
-    return _incidents.incidents(store.con, **kwargs)
+    from logan.answer.incidents import incidents
+
+    return incidents(store.con, **kwargs)
 
 
 def open(path: str | Path | None = None, read_only: bool = False) -> Store:  # noqa: A001
@@ -87,3 +115,7 @@ __all__ = [
     "stats",
     "timeline",
 ]
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

@@ -154,6 +154,8 @@ def test_a_directory_with_an_error_log_is_read_in_part(tmp_path):
     r = logan("ingest", str(tmp_path), "--db", str(tmp_path / "s.duckdb"))
     assert r.returncode == 3, r.stderr
     assert "skipped" in r.stderr and "error.log" in r.stderr
+    # the store in the same directory, and its write-ahead log, are not read as logs
+    assert "s.duckdb" not in r.stderr, r.stderr
     rows = logan("sql", "--db", str(tmp_path / "s.duckdb"), "-o", "csv", "SELECT count(*) FROM requests")
     assert int(rows.stdout.splitlines()[1]) == sum(1 for _ in (SAMPLES / "nginx_access.log").open())
 

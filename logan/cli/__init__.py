@@ -8,65 +8,91 @@ input logan cannot read, 3 done in part (some input skipped or rejected past the
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
+from collections.abc import Iterator, Mapping
 
 import duckdb
 import typer
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
 
 from logan import __version__
-from logan.cli.cache import EXAMPLES as CACHE_EXAMPLES
-from logan.cli.cache import cache_command
-from logan.cli.compare import EXAMPLES as COMPARE_EXAMPLES
-from logan.cli.compare import compare_command
-from logan.cli.export import EXAMPLES as EXPORT_EXAMPLES
-from logan.cli.export import export_command
-from logan.cli.formats import formats_command
-from logan.cli.incidents import EXAMPLES as INCIDENTS_EXAMPLES
-from logan.cli.incidents import incidents_command
-from logan.cli.ingest import EXAMPLES as INGEST_EXAMPLES
-from logan.cli.ingest import ingest_command
-from logan.cli.mail import EXAMPLES as MAIL_EXAMPLES
-from logan.cli.mail import mail_command
-from logan.cli.nightly import EXAMPLES as NIGHTLY_EXAMPLES
-from logan.cli.nightly import nightly_command
-from logan.cli.plot import EXAMPLES as PLOT_EXAMPLES
-from logan.cli.plot import plot_command
-from logan.cli.prune import EXAMPLES as PRUNE_EXAMPLES
-from logan.cli.prune import prune_command
-from logan.cli.report import EXAMPLES as REPORT_EXAMPLES
-from logan.cli.report import report_command
-from logan.cli.sql import EXAMPLES as SQL_EXAMPLES
-from logan.cli.sql import sql_command
-from logan.cli.stats import EXAMPLES as STATS_EXAMPLES
-from logan.cli.stats import stats_command
-from logan.cli.timeline import EXAMPLES as TIMELINE_EXAMPLES
-from logan.cli.timeline import timeline_command
 from logan.errors import EXIT_FAILURE, EXIT_USAGE, LoganError, StoreError
 from logan.show.console import err, say_error
 
+# name -> its module under logan.cli, which holds `<name>_command` and its EXAMPLES (the
+# epilog of its --help). In the order `logan --help` lists them.
+COMMANDS = {
+    "ingest": "ingest",
+    "stats": "stats",
+    "sql": "sql",
+    "prune": "prune",
+    "timeline": "timeline",
+    "incidents": "incidents",
+    "formats": "formats",
+    "report": "report",
+    "mail": "mail",
+    "nightly": "nightly",
+    "compare": "compare",
+    "plot": "plot",
+    "cache": "cache",
+    "export": "export",
+}
+_SETTINGS = {"help_option_names": ["-h", "--help"]}
+
+
+def _command(name: str) -> typer._click.Command:
+    """The click command of `name`, made from its module's function the way typer makes a
+    group's commands."""
+    module = importlib.import_module(f"logan.cli.{COMMANDS[name]}")
+    one = typer.Typer(add_completion=False, pretty_exceptions_enable=False, context_settings=_SETTINGS)
+    one.command(name, epilog=module.EXAMPLES)(getattr(module, f"{name}_command"))
+    command = typer.main.get_command(one)
+    command.name = name
+    return command
+
+
+class _Commands(Mapping):
+    """The commands by name, each imported when first asked for: a command loads its own
+    module and what it needs, not the other thirteen's (the cache simulator, mail and SSL,
+    the report's templates): 0.1-0.2 s of every command's start. `logan --help` asks for
+    all of them."""
+
+    def __init__(self) -> None:
+        self._made: dict[str, typer._click.Command] = {}
+
+    def __getitem__(self, name: str) -> typer._click.Command:
+        if name not in COMMANDS:
+            raise KeyError(name)
+        if name not in self._made:
+            self._made[name] = _command(name)
+        return self._made[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(COMMANDS)
+
+    def __len__(self) -> int:
+        return len(COMMANDS)
+
+
+class _Group(typer.core.TyperGroup):
+    """typer's group over the commands of COMMANDS, imported as they are asked for (its
+    get_command and list_commands, and the "did you mean" of a typo, read `commands`)."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = _Commands()  # type: ignore[assignment]
+
+
 app = typer.Typer(
+    cls=_Group,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
+    context_settings=_SETTINGS,
     help="Where does the time go? Web-server access logs into DuckDB, broken down by endpoint.",
 )
-app.command("ingest", epilog=INGEST_EXAMPLES)(ingest_command)
-app.command("stats", epilog=STATS_EXAMPLES)(stats_command)
-app.command("sql", epilog=SQL_EXAMPLES)(sql_command)
-app.command("prune", epilog=PRUNE_EXAMPLES)(prune_command)
-app.command("timeline", epilog=TIMELINE_EXAMPLES)(timeline_command)
-app.command("incidents", epilog=INCIDENTS_EXAMPLES)(incidents_command)
-app.command("formats", epilog="Example: logan formats")(formats_command)
-app.command("report", epilog=REPORT_EXAMPLES)(report_command)
-app.command("mail", epilog=MAIL_EXAMPLES)(mail_command)
-app.command("nightly", epilog=NIGHTLY_EXAMPLES)(nightly_command)
-app.command("compare", epilog=COMPARE_EXAMPLES)(compare_command)
-app.command("plot", epilog=PLOT_EXAMPLES)(plot_command)
-app.command("cache", epilog=CACHE_EXAMPLES)(cache_command)
-app.command("export", epilog=EXPORT_EXAMPLES)(export_command)
 
 
 def _version(show: bool) -> None:

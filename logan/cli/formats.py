@@ -8,6 +8,8 @@ from rich.text import Text
 from logan.read.dialects import dialects
 from logan.show.console import out
 
+EXAMPLES = "Example: logan formats"
+
 
 def formats_command() -> None:
     """The named formats logan knows, by dialect."""
