@@ -228,48 +228,72 @@ def collapse_routes(
     # `/t/x95/4c/..` as `/t/{name}/4c/..`) are one row from then on. A log of hashed paths
     # (1.7 M routes in 2.1 M lines) has a tenth as many after its first level; updating
     # one row per route at every level took 35 s and 1.5 GB for 0.3 GB of such a log.
-    con.execute("CREATE OR REPLACE TEMP TABLE logan_route_0 AS SELECT DISTINCT route AS cur FROM routes")
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE logan_route_0 AS"
+        " SELECT route AS cur, any_value(template) AS before FROM routes GROUP BY route"
+    )
     depth = con.execute("SELECT max(len(string_split(cur, '/'))) FROM logan_route_0").fetchone()
     levels = list(range(3, (depth[0] or 0) + 1))
     for k in levels:
         _collapse_level(con, k, min_values)
-    # each route's template: the chain of levels, composed once (the first level's rows
-    # are the routes themselves; the later levels' are few)
-    chain = " ".join(f"JOIN logan_route_{k} AS s{k} ON s{k}.cur = s{k - 1}.nxt" for k in levels[1:])
-    changed = (
-        con.execute(
-            f"UPDATE routes AS k SET template = m.new FROM (SELECT s3.cur AS old, s{levels[-1]}.nxt AS new"
-            f" FROM logan_route_3 AS s3 {chain}) AS m"
-            " WHERE k.route = m.old AND m.new IS DISTINCT FROM k.template"
-        ).fetchone()
-        if levels
-        else None
-    )
-    for k in [0, *levels]:
+    changed = _save_templates(con, levels) if levels else 0
+    for k in [0, *levels, "final"]:
         con.execute(f"DROP TABLE IF EXISTS logan_route_{k}")
-    return changed[0] if changed else 0
+    return changed
+
+
+# Past this many new templates, `routes` is written anew rather than updated: an UPDATE of
+# millions of strings is held in memory until the checkpoint (7 M routes of a log of hashed
+# paths ran out of 1 GB), a new table is written block by block.
+REWRITE_ROUTES_AT = 100_000
+
+
+def _save_templates(con: duckdb.DuckDBPyConnection, levels: list[int]) -> int:
+    """Each route's template, the chain of levels composed once (the first level's rows
+    are the routes themselves, the later levels' few), into `routes`; how many changed."""
+    chain = " ".join(f"JOIN logan_route_{k} AS s{k} ON s{k}.cur = s{k - 1}.nxt" for k in levels[1:])
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE logan_route_final AS"
+        f" SELECT s3.cur AS route, s{levels[-1]}.nxt AS template, s3.before FROM logan_route_3 AS s3 {chain}"
+    )
+    changed = con.execute(
+        "SELECT count(*) FROM logan_route_final WHERE template IS DISTINCT FROM before"
+    ).fetchone()[0]
+    if changed > REWRITE_ROUTES_AT:
+        con.execute("CREATE OR REPLACE TABLE routes AS SELECT route, template FROM logan_route_final")
+    elif changed:
+        con.execute(
+            "UPDATE routes AS k SET template = m.template FROM logan_route_final AS m"
+            " WHERE k.route = m.route AND m.template IS DISTINCT FROM m.before"
+        )
+    return changed
 
 
 def _collapse_level(con: duckdb.DuckDBPyConnection, k: int, min_values: int) -> None:
-    """logan_route_{k} (cur, nxt): each distinct route of the level before (its `nxt`, or
-    logan_route_0's routes) and what it becomes with segment k a parameter where that is
-    wide. k is 1-based over string_split(route, '/'): 1 is the vhost (or ''), 2 the first
-    path segment, so collapsing starts at the second path segment."""
+    """logan_route_{k} (cur, nxt; the first level also `before`): each distinct route of
+    the level before (its `nxt`, or logan_route_0's routes) and what it becomes with
+    segment k a parameter where that is wide. k is 1-based over string_split(route, '/'):
+    1 is the vhost (or ''), 2 the first path segment, so collapsing starts at the second
+    path segment."""
+    # the first level carries each route's template as it was, to count what changed
     before = (
-        "SELECT cur FROM logan_route_0" if k == 3 else f"SELECT DISTINCT nxt AS cur FROM logan_route_{k - 1}"
+        "SELECT cur, before FROM logan_route_0"
+        if k == 3
+        else f"SELECT DISTINCT nxt AS cur FROM logan_route_{k - 1}"
     )
+    carried = "before, " if k == 3 else ""
     con.execute(
         f"""
         CREATE OR REPLACE TEMP TABLE logan_route_{k} AS
         WITH routes_in AS ({before}),
         -- materialized: read by both of what follows, it was computed twice
         keyed AS MATERIALIZED (
-          SELECT cur, array_to_string(parts[1:{k - 1}], '/') AS prefix,
+          SELECT cur, {carried}array_to_string(parts[1:{k - 1}], '/') AS prefix,
             array_to_string(parts[{k + 1}:], '/') AS suffix, len(parts) > {k} AS more, parts[{k}] AS value,
             -- a route too short to have segment k has none to fold (literal false, value NULL)
             len(parts) >= {k} AND parts[{k}] <> '' AND parts[{k}] NOT LIKE '{{%'
               AND NOT regexp_matches(parts[{k}], {sql_literal(_SCRIPT)}, 'i') AS literal
-          FROM (SELECT cur, string_split(cur, '/') AS parts FROM routes_in)
+          FROM (SELECT *, string_split(cur, '/') AS parts FROM routes_in)
         ), wide AS (
           -- many words between the same prefix and suffix, or a parameter found there
           -- before (a later ingest brings new words); never past an API prefix (checked
@@ -278,7 +302,7 @@ def _collapse_level(con: duckdb.DuckDBPyConnection, k: int, min_values: int) -> 
           HAVING (count(DISTINCT value) FILTER (WHERE literal) >= ? OR bool_or(value = '{{name}}'))
             AND NOT regexp_matches(prefix, {sql_literal(_API_PREFIX)}, 'i')
         )
-        SELECT k.cur, CASE WHEN k.literal AND w.prefix IS NOT NULL
+        SELECT k.cur, {carried.replace("before", "k.before")}CASE WHEN k.literal AND w.prefix IS NOT NULL
           THEN k.prefix || '/{{name}}' || CASE WHEN k.more THEN '/' || k.suffix ELSE '' END
           ELSE k.cur END AS nxt
         FROM keyed AS k LEFT JOIN wide AS w ON k.prefix = w.prefix AND k.suffix = w.suffix
