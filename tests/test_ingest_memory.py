@@ -9,7 +9,7 @@ import random
 import duckdb
 import pytest
 
-from logan.read import classify, ingest
+from logan.read import ingest
 
 CLASS_COLUMNS = "line_no, path, route, indirector, resource, environment"
 
@@ -67,23 +67,56 @@ def test_a_batch_past_the_memory_limit_runs_again_with_more(tmp_path, monkeypatc
     assert ingest._mib(s.limit) > 1000  # the ingest put the store's own limit back
 
 
+def repeated_paths_log(path, lines: int, repeat: int) -> None:
+    """Lines whose paths come `repeat` times each, in turn (a log that repeats its paths)."""
+    out = []
+    for i in range(lines):
+        n = i // repeat
+        h = f"{random.Random(n).getrandbits(96):024x}"
+        out.append(
+            f"10.0.0.{i % 7} - - [29/Mar/2026:00:{i // 6000 % 60:02d}:{i // 100 % 60:02d} +0000] "
+            f'"GET /t/{n % 900}x{n % 77}/{h[:2]}/{h[4:]}.jpeg HTTP/1.1"'
+            f' 200 {i % 5000} "-" "ua" 0.{i % 997:03d}'
+        )
+    path.write_text("\n".join(out) + "\n")
+
+
+def watch_cache(monkeypatch) -> list[int]:
+    """The keys the class cache holds as each batch starts, once emptied or kept."""
+    sizes: list[int] = []
+    real = ingest._empty_cache_when_useless
+
+    def watching(con, r, last_lines):
+        real(con, r, last_lines)
+        sizes.append(con.execute(r.classification.size).fetchall()[0][0])
+
+    monkeypatch.setattr(ingest, "_empty_cache_when_useless", watching)
+    return sizes
+
+
 def test_the_class_cache_is_emptied_when_full_and_answers_alike(tmp_path, monkeypatch):
-    log = tmp_path / "thumbs.log"
-    unique_paths_log(log, 20_000)
+    log = tmp_path / "repeats.log"
+    repeated_paths_log(log, 24_000, repeat=3)  # a third of each batch's lines bring a new key
     _, want = read(tmp_path, log, "unbounded")
-    sizes = []
-    real = ingest._empty_cache_when_full
-
-    def watching(con, c):
-        real(con, c)
-        sizes.append(con.execute(c.setup.split()[5].join(["SELECT count(*) FROM ", ""])).fetchall()[0][0])
-
-    monkeypatch.setattr(classify, "CLASS_CACHE_KEYS", 3_000)
-    monkeypatch.setattr(ingest, "_empty_cache_when_full", watching)
+    monkeypatch.setattr(ingest, "CLASS_CACHE_KEYS", 3_000)
+    sizes = watch_cache(monkeypatch)
     s, got = read(tmp_path, log, "bounded")
-    assert s.rows == 20_000 and got == want
+    assert s.rows == 24_000 and got == want
     assert len(sizes) >= 3 and max(sizes) <= 3_000 + 8_000  # at most the bound and one batch's keys
     assert 0 in sizes[1:]  # emptied at least once after the first batch
+    assert sizes[1] > 0  # kept after the first batch: its keys were not mostly new
+
+
+def test_the_class_cache_is_emptied_when_keys_never_repeat(tmp_path, monkeypatch):
+    log = tmp_path / "thumbs.log"
+    unique_paths_log(log, 20_000)  # nine lines in ten bring a new key
+    sizes = watch_cache(monkeypatch)
+    s, got = read(tmp_path, log, "unique")
+    assert s.rows == 20_000
+    assert len(sizes) >= 3 and sizes == [0] * len(sizes)  # far under the bound, emptied each time
+    monkeypatch.setattr(ingest, "_empty_cache_when_useless", lambda *a: None)  # never emptied
+    _, kept = read(tmp_path, log, "kept")
+    assert got == kept
 
 
 @pytest.mark.parametrize("setting, mib", [("244.1 MiB", 244), ("1.9 GiB", 1945), ("512.0 KiB", 0)])

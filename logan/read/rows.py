@@ -191,7 +191,7 @@ class Classification:
     keys: tuple[str, ...]
     setup: str | None = None
     fill: Callable[[str], str] | None = None
-    full: str | None = None  # whether the cache is to be emptied (setup again) before a batch
+    size: str | None = None  # how many keys the cache holds (it is emptied by running setup again)
 
 
 # None leaves the classification columns NULL.
