@@ -407,6 +407,24 @@ def test_batches_come_in_whole_row_groups(monkeypatch, block_size):
     assert sum(b.nbytes for b in got) == len(data)
 
 
+def test_blocks_of_many_short_lines_are_read_smaller(monkeypatch):
+    # A batch's memory goes with its lines: after a block of more than BLOCK_LINES lines,
+    # the next blocks are read smaller, to about that many; nothing is lost or renumbered.
+    monkeypatch.setattr(sources, "ROW_GROUP", 10)
+    monkeypatch.setattr(sources, "BLOCK_LINES", 100_000)
+    lines = [b"%09d" % i for i in range(1, 500_001)]  # 10 bytes a line: 2 MiB hold 209,715
+    data = b"\n".join(lines) + b"\n"
+    got = list(sources._blocks(io.BytesIO(data), 2 << 20))
+    sizes = [b.lines for b in got]
+    assert sizes[0] == 209_710  # the first block, whole row groups of it
+    assert all(n <= 104_860 for n in sizes[1:]), sizes  # 1 MiB blocks from then on
+    assert [n for b in got for n in b.table.column("line_no").to_pylist()] == list(range(1, 500_001))
+    assert [t for b in got for t in b.table.column("line").to_pylist()][::99_999] == [
+        ln.decode() for ln in lines[::99_999]
+    ]
+    assert sum(b.nbytes for b in got) == len(data)
+
+
 def test_nul_bytes_after_a_crash(tmp_path):
     # A server that crashed can leave a run of NUL bytes where its buffered writes were lost.
     lines = [make_line(i).encode() for i in range(1, 6)]
