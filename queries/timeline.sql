@@ -11,8 +11,6 @@
 -- Epoch microseconds are a date_diff from 1970 (Spark's DATEDIFF(MICROSECOND, ...)), not
 -- DuckDB's epoch_us, which sqlglot does not carry over; the bucket is an integer division
 -- (Spark's DIV): exact at any width, and a quarter cheaper than floor() of a double.
--- The counts are count_if (Spark's COUNT_IF) and the shares a count over a count: the
--- aggregate took 0.75 s over 10 M requests with sum(CASE ...) and avg(CASE ...), 0.55 s so.
 WITH p AS (
   SELECT CAST(? AS BIGINT) AS width
 ),
@@ -46,10 +44,10 @@ SELECT
   queue_max_us,
   status_1xx, status_2xx, status_3xx, status_4xx, status_5xx,
   status_499, status_500, status_502, status_503, status_504,
-  CAST(status_5xx AS DOUBLE) / nullif(with_status, 0) AS error_share,
+  error_share,
   bytes,
   bytes_per_s,
-  CAST(cache_hits AS DOUBLE) / nullif(with_cache_status, 0) AS cache_hit_ratio,
+  cache_hit_ratio,
   server_queue_avg,
   server_queue_max,
   backend_queue_avg,
@@ -68,21 +66,21 @@ SELECT
   max(ttfb_us) AS ttfb_max_us,
   quantile_cont(queue_us, [0.5, 0.95, 0.99]) AS queue_q,
   max(queue_us) AS queue_max_us,
-  count_if(status BETWEEN 100 AND 199) AS status_1xx,
-  count_if(status BETWEEN 200 AND 299) AS status_2xx,
-  count_if(status BETWEEN 300 AND 399) AS status_3xx,
-  count_if(status BETWEEN 400 AND 499) AS status_4xx,
-  count_if(status BETWEEN 500 AND 599) AS status_5xx,
-  count_if(status = 499) AS status_499,
-  count_if(status = 500) AS status_500,
-  count_if(status = 502) AS status_502,
-  count_if(status = 503) AS status_503,
-  count_if(status = 504) AS status_504,
-  count(status) AS with_status,
+  sum(CASE WHEN status BETWEEN 100 AND 199 THEN 1 ELSE 0 END) AS status_1xx,
+  sum(CASE WHEN status BETWEEN 200 AND 299 THEN 1 ELSE 0 END) AS status_2xx,
+  sum(CASE WHEN status BETWEEN 300 AND 399 THEN 1 ELSE 0 END) AS status_3xx,
+  sum(CASE WHEN status BETWEEN 400 AND 499 THEN 1 ELSE 0 END) AS status_4xx,
+  sum(CASE WHEN status BETWEEN 500 AND 599 THEN 1 ELSE 0 END) AS status_5xx,
+  sum(CASE WHEN status = 499 THEN 1 ELSE 0 END) AS status_499,
+  sum(CASE WHEN status = 500 THEN 1 ELSE 0 END) AS status_500,
+  sum(CASE WHEN status = 502 THEN 1 ELSE 0 END) AS status_502,
+  sum(CASE WHEN status = 503 THEN 1 ELSE 0 END) AS status_503,
+  sum(CASE WHEN status = 504 THEN 1 ELSE 0 END) AS status_504,
+  avg(CASE WHEN status BETWEEN 500 AND 599 THEN 1.0 WHEN status IS NOT NULL THEN 0.0 END) AS error_share,
   CAST(sum(bytes_sent) AS BIGINT) AS bytes,
   sum(bytes_sent) * 1000000.0 / max(p.width) AS bytes_per_s,
-  count_if(upper(cache_status) LIKE 'HIT%') AS cache_hits,
-  count(cache_status) AS with_cache_status,
+  avg(CASE WHEN upper(cache_status) LIKE 'HIT%' THEN 1.0 WHEN cache_status IS NOT NULL THEN 0.0 END)
+    AS cache_hit_ratio,
   avg(server_queue) AS server_queue_avg,
   max(server_queue) AS server_queue_max,
   avg(backend_queue) AS backend_queue_avg,

@@ -8,7 +8,7 @@
 SELECT
   {series}
   count(*) AS requests,
-  count_if(status BETWEEN 500 AND 599) AS errors,
+  sum(CASE WHEN status BETWEEN 500 AND 599 THEN 1 ELSE 0 END) AS errors,
   sum(duration_us) AS time_us,
   count(duration_us) AS timed
 FROM requests
