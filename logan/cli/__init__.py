@@ -21,31 +21,19 @@ from logan import __version__
 from logan.errors import EXIT_FAILURE, EXIT_USAGE, LoganError, StoreError
 from logan.show.console import err, say_error
 
-# name -> its module under logan.cli, which holds `<name>_command` and its EXAMPLES (the
-# epilog of its --help). In the order `logan --help` lists them.
-COMMANDS = {
-    "ingest": "ingest",
-    "stats": "stats",
-    "sql": "sql",
-    "prune": "prune",
-    "timeline": "timeline",
-    "incidents": "incidents",
-    "formats": "formats",
-    "report": "report",
-    "mail": "mail",
-    "nightly": "nightly",
-    "compare": "compare",
-    "plot": "plot",
-    "cache": "cache",
-    "export": "export",
-}
+# Each command's module under logan.cli, of its name, holds `<name>_command` and its
+# EXAMPLES (the epilog of its --help). In the order `logan --help` lists them.
+COMMANDS = (
+    "ingest", "stats", "sql", "prune", "timeline", "incidents", "formats",
+    "report", "mail", "nightly", "compare", "plot", "cache", "export",
+)  # fmt: skip
 _SETTINGS = {"help_option_names": ["-h", "--help"]}
 
 
 def _command(name: str) -> typer._click.Command:
     """The click command of `name`, made from its module's function the way typer makes a
     group's commands."""
-    module = importlib.import_module(f"logan.cli.{COMMANDS[name]}")
+    module = importlib.import_module(f"logan.cli.{name}")
     one = typer.Typer(add_completion=False, pretty_exceptions_enable=False, context_settings=_SETTINGS)
     one.command(name, epilog=module.EXAMPLES)(getattr(module, f"{name}_command"))
     command = typer.main.get_command(one)
