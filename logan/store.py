@@ -262,7 +262,10 @@ def _connect(path: str, read_only: bool, wait: float) -> duckdb.DuckDBPyConnecti
         except duckdb.Error as exc:
             held = _LOCK_HELD.search(str(exc))
             if held is None:
-                raise LoganError(f"cannot open store {path}: {str(exc).splitlines()[0]}") from None
+                said = str(exc).splitlines()[0]
+                # a process killed while DuckDB rewrote a metadata block (docs/store.md)
+                damaged = "; the file is damaged: ingest the logs into a new store" if "checksum" in said else ""
+                raise LoganError(f"cannot open store {path}: {said}{damaged}") from None
             if time.monotonic() >= deadline:
                 pid = int(held.group(2))
                 raise StoreError(

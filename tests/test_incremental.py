@@ -312,6 +312,22 @@ def test_killed_runs_lose_nothing_and_count_nothing_twice(tmp_path):
     assert any(0 < k < total for k in progress)  # some kills fell between batches
 
 
+def test_a_store_damaged_by_a_torn_write_is_refused_with_what_to_do(tmp_path):
+    """What a kill inside DuckDB's in-place metadata write leaves (docs/store.md): a block
+    whose checksum no longer matches. The user is told, without a traceback."""
+    log, db = tmp_path / "access.log", tmp_path / "s.duckdb"
+    log.write_text("".join(line(n) for n in range(100)))
+    run([log], db)
+    with db.open("r+b") as fh:  # the first block after DuckDB's three 4 KiB headers
+        fh.seek(12288 + 64)
+        byte = fh.read(1)
+        fh.seek(12288 + 64)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+    r = logan_cli("stats", "--db", str(db))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "checksum" in r.stderr and "ingest the logs into a new store" in r.stderr
+
+
 # --- Two processes, one store ---------------------------------------------------------------------
 _HOLD = """
 import sys, time, logan

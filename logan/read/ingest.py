@@ -175,11 +175,11 @@ def ingest(
         # DuckDB keeps written blocks cached up to 80% of RAM by default: RSS then grows
         # with the input (1.5 GB for a 5 GB log). Written blocks can be read back instead.
         st.con.execute(f"SET memory_limit = '{INGEST_MEMORY_MB}MB'")
-        # Every commit checkpoints: the batch's rows go into the file once, where a commit
-        # under 16 MB of log (a re-run's few appended lines, a --follow poll) wrote them to
-        # the write-ahead log, synced it (0.35 s here for 10 MB), and then the CHECKPOINT
-        # below wrote them again. A checkpoint is as atomic as a log write.
-        st.con.execute("SET checkpoint_threshold = '1KB'")
+        # Commits go to the write-ahead log, and the file is checkpointed once, below. Not
+        # every commit (checkpoint_threshold '1KB' saved a re-run 0.35 s of syncing the log):
+        # DuckDB rewrites its metadata blocks in place at a checkpoint, and a run killed in
+        # that write leaves a file DuckDB refuses (docs/store.md). Fewer checkpoints, fewer
+        # such moments.
     keep = None if columns is None else frozenset(columns) | _KEPT_FOR_EVENTS
     try:
         for src in sources:
@@ -223,7 +223,6 @@ def ingest(
         with contextlib.suppress(duckdb.Error):  # a store invalidated by a full disk says so above
             st.con.execute("RESET disabled_optimizers")
             st.con.execute("RESET memory_limit")
-            st.con.execute("RESET checkpoint_threshold")
     summary.seconds = time.perf_counter() - started
     _finish_summary(st, summary)
     summary.store = st
