@@ -264,8 +264,9 @@ def _connect(path: str, read_only: bool, wait: float) -> duckdb.DuckDBPyConnecti
             if held is None:
                 said = str(exc).splitlines()[0]
                 # a process killed while DuckDB rewrote a metadata block (docs/store.md)
-                damaged = "; the file is damaged: ingest the logs into a new store" if "checksum" in said else ""
-                raise LoganError(f"cannot open store {path}: {said}{damaged}") from None
+                damaged = "checksum" in said
+                said += "; the file is damaged: ingest the logs into a new store" if damaged else ""
+                raise LoganError(f"cannot open store {path}: {said}") from None
             if time.monotonic() >= deadline:
                 pid = int(held.group(2))
                 raise StoreError(
