@@ -397,6 +397,19 @@ def test_events_kinds_servers_and_times(tmp_path):
     assert con.execute("SELECT line_no FROM rejects").fetchall() == [(9,)]
 
 
+def test_events_far_from_any_request_take_the_year_of_the_requests_around_their_run(tmp_path):
+    """Between two requests of 2014, a long run of lines that are not requests: events and
+    lines HAProxy never writes. Every event in it is dated in 2014, the one 121 lines from
+    either request too (not in the latest year before today, as an event with no request
+    near is)."""
+    request = "Feb  6 12:00:00 lb haproxy[1]: " + DOC_LINE.replace("06/Feb/2009", "06/Feb/2014")
+    noise = [f"Feb  6 12:00:{i % 60:02d} lb haproxy[1]: Something HAProxy never says" for i in range(120)]
+    event = "Feb  6 12:01:00 lb haproxy[1]: Server be/app1 is DOWN"
+    s, con = ingest(tmp_path, [request, *noise, event, *noise, request])
+    assert (s.rows, s.events, s.rejects) == (2, 1, 240)
+    assert con.execute("SELECT line_no, ts FROM events").fetchall() == [(122, datetime(2014, 2, 6, 12, 1))]
+
+
 def test_events_only_file_gets_a_recent_year(tmp_path):
     now = datetime.now()
     line = f"{now:%b} {now.day:2d} 00:00:00 lb haproxy[1]: Server be/app1 is UP"

@@ -18,8 +18,11 @@ so rows + rejects + events = lines holds.
 Time of an event: HAProxy's own accept date in the message when it has one (connection
 errors: ms, a year), else the syslog prefix's timestamp. RFC 3164 ("Nov 22 12:47:07") has
 no year: it is the year that puts the event closest to the nearest request of the same
-source (the previous one in the file, else the next one, within NEAR_LINES lines), so a log
-from 2014 read today stays in 2014 and a file crossing New Year gets both years right. An
+source (the previous one in the file, else the next one), so a log from 2014 read today
+stays in 2014 and a file crossing New Year gets both years right. The nearest requests are
+the lines just before and after the event's run of lines that are not requests (events
+and rejects in a row), when the ingest gives those lines (`others`); else (Spark's driver,
+which holds only the requests around its events) the requests within NEAR_LINES lines. An
 event with no request that near (a file of events only) takes the latest year that does not
 put it more than a day into the future.
 """
@@ -55,15 +58,20 @@ def matches_sql(cf: CompiledFormat, line: str = "line") -> str:
     return f"regexp_matches({_message_sql(cf, line)}, {sql_str(any_kind)})"
 
 
-# How far (in lines) an event looks for the request whose year it takes: the lines around
-# it, not the whole batch (sorting a batch's requests per batch cost 50 ms).
+# How far (in lines) an event looks for the request whose year it takes, without `others`:
+# the lines around it, not the whole batch (sorting a batch's requests per batch cost 50 ms).
 NEAR_LINES = 50
 
 
-def insert_events(con: Any, cf: CompiledFormat, rel: str, params: dict[str, Any], tz: str = "UTC") -> int:
+def insert_events(
+    con: Any, cf: CompiledFormat, rel: str, params: dict[str, Any], tz: str = "UTC", others: str | None = None
+) -> int:
     """Insert the lines of `rel` (line_no, line) that are events into `events`; return how
     many. `params` needs "source" and "ingest_id" (the requests whose year an event may
-    take are this ingest's own); the lines of `rel` that are not events are left alone."""
+    take are this ingest's own); the lines of `rel` that are not events are left alone.
+    `others`: a relation of the line_no of every line of the batch that is not a request
+    (its events and rejects); an event's year then comes from the requests just outside
+    its run of such lines."""
     kinds = _kinds(cf)
     if not kinds:
         return 0
@@ -81,19 +89,20 @@ def insert_events(con: Any, cf: CompiledFormat, rel: str, params: dict[str, Any]
     con.execute(
         f"CREATE OR REPLACE TEMP TABLE __events AS SELECT *, CASE {which} END AS __kind FROM ({msgs})"
     )
-    lo, hi, n = con.execute("SELECT min(line_no), max(line_no), count(*) FROM __events").fetchall()[0]
-    if not n:
+    if not con.execute("SELECT count(*) FROM __events").fetchall()[0][0]:
         con.execute("DROP TABLE __events")
         return 0
+    lo, hi = con.execute(f"SELECT min(line_no), max(line_no) FROM {others or '__events'}").fetchall()[0]
     found = (
         f"SELECT line_no, line, msg, CASE __kind {' '.join(names)} END AS kind, {server_sql} AS server "
         "FROM __events"
     )
-    timed = _with_time(cf, found, tz)
+    timed = _with_time(cf, found, tz, others)
     ingest_id = params["ingest_id"]
     params = {"source": params["source"]}
     if "$lo" in timed:
-        params |= {"ingest_id": ingest_id, "lo": lo - NEAR_LINES, "hi": hi + NEAR_LINES, "near": NEAR_LINES}
+        near = 1 if others else NEAR_LINES
+        params |= {"ingest_id": ingest_id, "lo": lo - near, "hi": hi + near}
     try:
         with filter_pushdown(con):  # or every batch scans every request stored so far
             n = con.execute(
@@ -106,7 +115,7 @@ def insert_events(con: Any, cf: CompiledFormat, rel: str, params: dict[str, Any]
     return int(n)
 
 
-def _with_time(cf: CompiledFormat, found: str, tz: str) -> str:
+def _with_time(cf: CompiledFormat, found: str, tz: str, others: str | None) -> str:
     """Add `ts`: the message's own date, else the prefix's (with a year for RFC 3164)."""
     ev = cf.dialect.events
     # Each date text is a column of its own layer: written out where it is used, the year
@@ -135,12 +144,11 @@ def _with_time(cf: CompiledFormat, found: str, tz: str) -> str:
         found = f"SELECT *, {', '.join(texts)} FROM ({found})"
     if not years:
         return f"SELECT *, {ts} AS ts FROM ({found})"
-    # The nearest request of this source before the event, else after it (within
-    # NEAR_LINES lines): its year.
+    # The nearest request of this source before the event, else after it: its year.
     near = (
         f"(SELECT line_no AS r_line, ts_start AS r_ts FROM {schema.REQUESTS_TABLE} "
         "WHERE ingest_id = $ingest_id AND ts_start IS NOT NULL AND line_no BETWEEN $lo AND $hi "
-        "AND line_no IN (SELECT unnest(range(line_no - $near, line_no + $near + 1)) FROM __events))"
+        f"AND line_no IN ({_candidates_sql(others)}))"
     )
     # One ordered pass over events and requests together (an ASOF join became a nested
     # loop here: events x requests rows).
@@ -158,6 +166,17 @@ def _with_time(cf: CompiledFormat, found: str, tz: str) -> str:
         f"SELECT * EXCLUDE (__ev, r_ts), __ref IS NOT NULL AS __ref_is_request FROM ({refs}) WHERE __ev"
     )
     return f"SELECT *, {ts} AS ts FROM (SELECT *, {', '.join(years)} FROM ({events_only}))"
+
+
+def _candidates_sql(others: str | None) -> str:
+    """The line numbers where an event's nearest requests may be: the line before and the
+    line after each run of consecutive lines of `others` (two per run, where the NEAR_LINES
+    lines around each event were 101: the window over them took 0.1 s a batch on HAProxy
+    lines from the corpus, a fifth of the ingest), else the lines within NEAR_LINES."""
+    if others is None:
+        return f"SELECT unnest(range(line_no - {NEAR_LINES}, line_no + {NEAR_LINES} + 1)) FROM __events"
+    runs = f"SELECT line_no, line_no - row_number() OVER (ORDER BY line_no) AS __run FROM {others}"
+    return f"SELECT unnest([min(line_no) - 1, max(line_no) + 1]) FROM ({runs}) GROUP BY __run"
 
 
 def _iso8601(text: str, tz: str) -> Typed:

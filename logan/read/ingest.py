@@ -699,7 +699,9 @@ def _exact_path(
         f"FROM ({not_rows})"
     )
     n_rows += _cut_short(con, r)
-    n_events = events.insert_events(con, cf, "(SELECT * FROM __not_rows WHERE __event)", params, tz)
+    n_events = events.insert_events(
+        con, cf, "(SELECT * FROM __not_rows WHERE __event)", params, tz, others="__not_rows"
+    )
     con.execute(
         "INSERT INTO rejects SELECT $source, line_no, line, __reason FROM __not_rows WHERE NOT __event",
         {"source": label},
