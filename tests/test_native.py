@@ -581,6 +581,46 @@ def test_without_query_cuts_where_the_path_ends(request_line):
     assert got[0] == ("GET /a HTTP/1.1" if request_line else "/a")
 
 
+@needs_c
+@pytest.mark.parametrize("seed", [1, 2])
+def test_c_dictionary_encoding_is_pyarrows(seed):
+    """native.dictionary_encode against pyarrow's Array.dictionary_encode: the same numbers
+    and the same distinct texts in the same order, for texts short enough to sit in their
+    view and long ones, spread over many data buffers, and after without_query (whose cut
+    texts sit in a buffer of their own)."""
+    import random
+
+    rng = random.Random(seed)
+    words = ["", "a", "x" * 12, "y" * 13, *QUERY_LINES]
+    words += [f"GET /r/{i}{'/z' * rng.randint(0, 60)}?q={rng.random()} HTTP/1.1" for i in range(3000)]
+    texts = pa.array([rng.choice(words) for _ in range(60_000)], pa.string_view())
+    assert len(texts.buffers()) > 10  # pyarrow spreads long texts over many buffers
+    for arr in (texts, native.without_query(texts, True)):
+        ids, distinct = native.dictionary_encode(arr)
+        expected = arr.dictionary_encode()
+        assert ids.to_pylist() == expected.indices.to_pylist()
+        assert distinct.to_pylist() == expected.dictionary.to_pylist()
+        assert len(distinct) == len(set(arr.to_pylist()))
+
+
+@needs_c
+def test_an_ingest_does_not_load_pyarrow_compute(tmp_path):
+    """Numbering the keys is done without pyarrow.compute, whose import took 0.05-0.15 s of
+    every ingest (a re-run of a few appended lines waits for it)."""
+    import sys
+
+    code = (
+        "import sys, logan\n"
+        "from logan.read.ingest import ingest\n"
+        f"st = logan.open({str(tmp_path / 's.duckdb')!r})\n"
+        f"s = ingest([{str(SAMPLES / 'puppet_access.log')!r}], store=st)\n"
+        "print(s.rows, 'pyarrow.compute' in sys.modules)"
+    )
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = ran.stdout.split()
+    assert int(out[0]) > 0 and out[1] == "False"
+
+
 def test_keys_keep_their_query_when_classification_reads_it(tmp_path):
     """Puppet's environment is in the query, and a rule may read it: then the keys are whole
     request lines; the generic profile's are cut, and so are a $request_uri target's."""

@@ -17,6 +17,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -669,6 +670,86 @@ done:
     return made;
 }
 
+/* A text's hash, eight bytes at a time (multiply and shift, as the mixers of MurmurHash3
+ * and splitmix64): a batch hashes its 250,000 request lines in a few milliseconds. */
+static inline uint64_t text_hash(const char *p, int32_t len) {
+    uint64_t h = (uint64_t)len * 0x9E3779B97F4A7C15ULL, w;
+    int32_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
+        h ^= h >> 32;
+    }
+    if (i < len) {
+        w = 0;
+        memcpy(&w, p + i, (size_t)(len - i));
+        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
+    }
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ULL;
+    return h ^ (h >> 32);
+}
+
+/* dictionary_encode(views, buffers, ids) -> the index of each distinct text's first
+ * occurrence (int32 bytes): ids gets each text's number, the distinct texts numbered in
+ * the order they first occur (pyarrow's Array.dictionary_encode, whose first call imports
+ * pyarrow.compute: 0.05-0.15 s of every ingest). An open-addressing table of the first
+ * occurrences, twice as many slots as texts. */
+static PyObject *dictionary_encode(PyObject *self, PyObject *args) {
+    Py_buffer views = {0}, idbuf = {0};
+    PyObject *buffers, *first = NULL;
+    int32_t *slots = NULL, *firsts = NULL;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*Ow*", &views, &buffers, &idbuf))
+        return NULL;
+    Py_ssize_t n = views.len / (Py_ssize_t)sizeof(View);
+    Buffers data = {0};
+    if (idbuf.len < n * (Py_ssize_t)sizeof(int32_t)) {
+        PyErr_SetString(PyExc_ValueError, "one int32 id out per view in");
+        goto done;
+    }
+    if (PySequence_Size(buffers) < 0 || hold_buffers(buffers, &data) < 0)
+        goto done;
+    size_t cap = 16;
+    while (cap < 2 * (size_t)n)
+        cap <<= 1;
+    slots = malloc(cap * sizeof(int32_t));
+    firsts = malloc(((size_t)n + 1) * sizeof(int32_t));
+    if (!slots || !firsts) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memset(slots, 0xFF, cap * sizeof(int32_t)); /* -1: empty */
+    const View *v = views.buf;
+    int32_t *ids = idbuf.buf, distinct = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const char *p = view_data(&v[i], data.bufs);
+        size_t at = (size_t)text_hash(p, v[i].len) & (cap - 1);
+        for (;; at = (at + 1) & (cap - 1)) {
+            int32_t k = slots[at];
+            if (k < 0) { /* a new text: the next number */
+                slots[at] = distinct;
+                firsts[distinct] = (int32_t)i;
+                ids[i] = distinct++;
+                break;
+            }
+            const View *f = &v[firsts[k]];
+            if (f->len == v[i].len && memcmp(view_data(f, data.bufs), p, (size_t)v[i].len) == 0) {
+                ids[i] = k;
+                break;
+            }
+        }
+    }
+    first = PyBytes_FromStringAndSize((const char *)firsts, (Py_ssize_t)distinct * (Py_ssize_t)sizeof(int32_t));
+done:
+    free(slots);
+    free(firsts);
+    release_buffers(&data);
+    PyBuffer_Release(&views);
+    PyBuffer_Release(&idbuf);
+    return first;
+}
+
 /* parse_time(text, pattern) -> microseconds, or None: the split's reading of a time, for
  * the checks of logan/read/native.py and the tests. */
 static PyObject *py_parse_time(PyObject *self, PyObject *args) {
@@ -690,6 +771,8 @@ static PyMethodDef methods[] = {
     {"syslog_headers", syslog_headers, METH_VARARGS,
      "syslog_headers(views, buffers, out) -> lines left to RE2; out: RFC 3164 header lengths, -1 where left"},
     {"line_views", line_views, METH_VARARGS, "line_views(block) -> the string views of its lines"},
+    {"dictionary_encode", dictionary_encode, METH_VARARGS,
+     "dictionary_encode(views, buffers, ids) -> int32 bytes: each distinct text's first index; ids: its number"},
     {"without_query", without_query, METH_VARARGS,
      "without_query(views, buffers, request, out) -> bytes; out gets the texts without their query"},
     {"split", split, METH_VARARGS,
