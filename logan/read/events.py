@@ -89,10 +89,12 @@ def insert_events(
     con.execute(
         f"CREATE OR REPLACE TEMP TABLE __events AS SELECT *, CASE {which} END AS __kind FROM ({msgs})"
     )
-    if not con.execute("SELECT count(*) FROM __events").fetchall()[0][0]:
+    n, lo, hi = con.execute(
+        f"SELECT (SELECT count(*) FROM __events), min(line_no), max(line_no) FROM {others or '__events'}"
+    ).fetchall()[0]
+    if not n:
         con.execute("DROP TABLE __events")
         return 0
-    lo, hi = con.execute(f"SELECT min(line_no), max(line_no) FROM {others or '__events'}").fetchall()[0]
     found = (
         f"SELECT line_no, line, msg, CASE __kind {' '.join(names)} END AS kind, {server_sql} AS server "
         "FROM __events"
