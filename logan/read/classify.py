@@ -606,9 +606,7 @@ def classified_sql(
         # The answers per key from the keys' own relation, joined back: `relation` is read
         # once and not held (a third less work for a batch than materializing it).
         keys_sql, keys, carried = keyed
-        # One row per key: two raw texts may type alike ($request_uri "/a?x=1" and
-        # "/a?x=2" are both path "/a"), and a second row would join every row twice.
-        w_src = f"SELECT DISTINCT ON ({', '.join(keys)}) * FROM ({keys_sql})"
+        w_src = keys_sql
         r_src = f"({relation}) AS __r"
         cte = ""
     else:

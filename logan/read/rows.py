@@ -291,6 +291,10 @@ def _keyed(
         texts = f"SELECT DISTINCT {', '.join(fields)} FROM ({raw_sql})"
         distinct = f"SELECT 0 AS line_no, '' AS line, {', '.join(fields)}{others} FROM ({texts})"
         keys_sql = derived_sql(cf, typed_sql(cf, distinct, tz, with_reason=False, checked=every))
+        # Two raw texts may type alike ($request_uri "/a?x=1" and "/a?x=2" are both path
+        # "/a"): one row per key, or the join back would give every such row twice. Numbered
+        # keys are one row per number already (a GROUP BY of 300,000 keys, 0.24 s, spared).
+        keys_sql = f"SELECT DISTINCT ON ({', '.join(on)}) * FROM ({keys_sql})"
         join_on = on
     derived = _derived_columns(cf)
     sources = {c: _typed_sources(cf, [c]) for c in schema.REQUEST_COLUMNS if c in derived and c not in on}
