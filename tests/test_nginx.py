@@ -82,9 +82,9 @@ def test_request_time_exact_on_both_sides_of_the_narrow_decimal(tmp_path):
     # Times below 10^6 s are read in 18 digits, longer ones in 38 (logan.read.convert): the
     # same microseconds either way, up to the largest a BIGINT holds; one more is a reject.
     times = ["999999.999999", "1000000.000001", "86400000", "9223372036854.775807", "-0.001", "7"]
-    lines = [f'1.2.3.4 - - [01/Jan/2024:00:00:00 +0000] "GET / HTTP/1.1" 200 1 "-" "-" {t} - -' for t in times]
-    too_long = '1.2.3.4 - - [01/Jan/2024:00:00:00 +0000] "GET / HTTP/1.1" 200 1 "-" "-" 9223372036854.775808 - -'
-    s, con = ingest(tmp_path, [*lines, too_long], "nginx:timed")
+    line = '1.2.3.4 - - [01/Jan/2024:00:00:00 +0000] "GET / HTTP/1.1" 200 1 "-" "-" {} - -'
+    too_long = line.format("9223372036854.775808")
+    s, con = ingest(tmp_path, [*(line.format(t) for t in times), too_long], "nginx:timed")
     assert (s.rows, s.rejects) == (len(times), 1)
     assert [r[0] for r in rows(con, "duration_us")] == [us(t) for t in times]
     assert us(times[3]) == 2**63 - 1
