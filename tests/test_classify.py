@@ -113,6 +113,15 @@ def test_detect_profile() -> None:
         ("/wp-login.php", "/wp-login.php", "wp-login.php"),
         ("/xmlrpc.php", "/xmlrpc.php", "xmlrpc.php"),
         ("/users/deadbeef", "/users/deadbeef", "users"),  # a word, not a hash
+        # at the lengths each rule needs (its regex runs only from there)
+        ("/c/1a2b3c4d", "/c/{hash}", "c"),
+        ("/c/1a2b3c4", "/c/1a2b3c4", "c"),
+        ("/t/aB3dE5fG7hI9jK1lM3nO", "/t/{token}", "t"),
+        ("/t/aB3dE5fG7hI9jK1lM3n", "/t/aB3dE5fG7hI9jK1lM3n", "t"),
+        ("/s/a-b-c", "/s/{slug}", "s"),
+        ("/s/a-b", "/s/a-b", "s"),
+        ("/d/2024-03-0", "/d/2024-03-0", "d"),
+        ("/u/550e8400-e29b-41d4-a716-44665544000", "/u/{slug}", "u"),  # one short: words and dashes
         ("/", "/", "/"),
         ("*", "*", "*"),
         ("example.com:443", "{other}", "{other}"),
