@@ -64,7 +64,9 @@ def _local_to_utc(ts_sql: str, tz: str) -> str:
     return f"CAST(timezone({sql_str(tz)}, {ts_sql}) AS TIMESTAMP)"
 
 
-@cache  # a format is compiled for every plan of an ingest: ask DuckDB once per pattern (1 ms each)
+# Once per pattern (1 ms each): a format's typed columns are built again by each of their
+# readers (107 times in a re-run) and detection tries many formats with the same patterns.
+@cache
 def check_time_pattern(pattern: str) -> None:
     """A strftime pattern DuckDB cannot read is the format's fault: say so up front."""
     try:
