@@ -85,7 +85,11 @@ REQUESTS: list[tuple[str, str, str]] = [
     ("requester", "VARCHAR", "who asked: client, or the first forwarded address behind a trusted proxy"),
     ("requester_group", "VARCHAR", "group of the requester from user rules"),
     # everything else the format carried, as text
-    ("extra", "MAP(VARCHAR, VARCHAR)", "fields without a canonical column, by name"),
+    (
+        "extra",
+        "MAP(VARCHAR, VARCHAR)",
+        "fields without a canonical column, by name; NULL where the line has none (the map: where none has)",
+    ),
 ]
 
 REJECTS: list[tuple[str, str, str]] = [

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from spark_support import REPO, SAMPLES, same_json, spark  # noqa: F401  (the shared session fixture)
+from test_apache_corpus import EXTENDED  # netnea's 30-field format: 17 fields land in `extra`
 from typer.testing import CliRunner
 
 import logan
@@ -36,6 +37,7 @@ LOGS = [
     (SAMPLES / "nginx_access.log", "auto", None),
     (SAMPLES / "varnish_access.log", "auto", None),
     (CORPUS / "elastic_apache_logs" / "apache_logs", "auto", None),
+    (CORPUS / "netnea_apache_extended_t5" / "tutorial-5-example-access.log", EXTENDED, None),
     (CORPUS / "lnav_shop_access" / "logfile_shop_access_log.0", "auto", None),
     (CORPUS / "nginx_gonx_thumbs" / "access.log", GONX, "nginx"),
     (CORPUS / "nginx_otus_ui_sample" / "nginx-access-ui.log-20170630", OTUS, "nginx"),

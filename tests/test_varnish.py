@@ -146,8 +146,13 @@ def test_url_query_and_extended_variables(tmp_path):
             None,
             "HTTP/1.0",
             "MISS",
-            # "-" fields are absent from `extra`, not present with NULL.
-            {"varnish.side": "c", "varnish.vxid": "5"},
+            # every extra field of the format is an entry, NULL where the line has "-"
+            {
+                "vcl_log.backend": None,
+                "varnish.side": "c",
+                "varnish.vxid": "5",
+                "vsl.Timestamp:Resp[2]": None,
+            },
         ),
     ]
 

@@ -16,6 +16,8 @@ something else on Spark:
   timestampdiff: both ends are truncated to the unit first;
 - `epoch_us`, `epoch_ms`, `epoch`, `time_bucket` (DuckDB's origin, 2000-01-03) and
   `to_microseconds` become integer microsecond arithmetic;
+- a STRUCT cast to a MAP (how the readers build `extra`) becomes `map(k, v, ...)`: Spark
+  casts no struct to a map;
 - `x GLOB p` becomes LIKE (`*` and `?`; a `[...]` class has no LIKE form, see
   check_glob);
 - `main.requests` (DuckDB's default schema) is the session's `requests`; the catalog
@@ -366,6 +368,15 @@ def _try(node: exp.Try) -> exp.Expression:
     return inner
 
 
+def _struct_as_map(node: exp.Cast) -> exp.Expression:
+    """CAST({'k': v, ...} AS MAP(...)) as map('k', v, ...); other casts as they are."""
+    if not (isinstance(node.this, exp.Struct) and node.to.is_type(exp.DataType.Type.MAP)):
+        return node
+    entries = node.this.expressions
+    keys = exp.Array(expressions=[exp.Literal.string(e.this.name) for e in entries])
+    return exp.VarMap(keys=keys, values=exp.Array(expressions=[e.expression for e in entries]))
+
+
 _RULES: list[tuple[type, object]] = [
     (exp.PercentileCont, _percentile),
     (exp.Literal, _double_literal),
@@ -383,6 +394,7 @@ _RULES: list[tuple[type, object]] = [
     (exp.CTE, _cte),
     (exp.DataType, _int128),
     (exp.Try, _try),
+    (exp.Cast, _struct_as_map),
 ]
 
 
