@@ -540,7 +540,7 @@ def test_keys_without_query_read_as_whole_lines_do(ingest_text, monkeypatch):
             _, req, rej = ingest_text(text, "common", profile="generic")
         found[reader] = req.drop(columns=["source", "ingest_id"], errors="ignore")
         assert len(req) + len(rej) == len(QUERY_LINES)
-    assert plans and all(p.cut == "request" for p in plans)
+    assert plans and all(p.cut == ("request",) for p in plans)
     assert found["native"].equals(found["sql"])
     got = found["native"].set_index("request")
     assert got.loc["GET /items/42?session=" + "s" * 200 + " HTTP/1.1", "query"] == "session=" + "s" * 200
@@ -549,6 +549,62 @@ def test_keys_without_query_read_as_whole_lines_do(ingest_text, monkeypatch):
         "/b",
         "y=1",
     ]
+
+
+def test_keys_of_a_request_line_and_a_vhost_read_as_whole_lines_do(ingest_text, monkeypatch):
+    """A format with a vhost keys its classification on two fields: the C split's reader
+    numbers each line's pair (the request line without its query, the vhost). The same
+    request line under two vhosts is two keys, two query strings of one path under one
+    vhost one key; every column equals the SQL split's, which keys on whole texts."""
+    hosts = ["a.example", "b.example", "a.example", "-"]
+    text = "".join(
+        f'{hosts[i % 4]} 10.0.0.{i} - - [10/Oct/2000:13:55:{i % 60:02d} +0000] "{r}" 200 {i}\n'
+        for i, r in enumerate(QUERY_LINES * 4)
+    )
+    plans = []
+    real = native.read_batch
+
+    def spy(con, cf, p, batch):  # noqa: ANN001, ANN202
+        plans.append(p)
+        got = real(con, cf, p, batch)
+        keys.append(got.keys.to_pylist())
+        return got
+
+    found, keys = {}, []
+    for reader in ("native", "sql"):
+        with reading_with(monkeypatch, reader):
+            monkeypatch.setattr(native, "read_batch", spy)
+            _, req, rej = ingest_text(text, '%v %h %l %u %t "%r" %>s %b', profile="generic")
+        found[reader] = req.drop(columns=["source", "ingest_id"], errors="ignore")
+        assert len(req) + len(rej) == 4 * len(QUERY_LINES)
+    assert plans and all(p.cut == ("request", None) or p.cut == (None, "request") for p in plans)
+    assert found["native"].equals(found["sql"])
+    # the keys: each (request line without its query, vhost) once, counted in Python
+    pairs = {(native.without_query(pa.array([r], pa.string_view()), True)[0].as_py(), h)
+             for i, r in enumerate(QUERY_LINES * 4) for h in [hosts[i % 4]]}  # fmt: skip
+    (batch_keys,) = keys
+    cut_of = dict(zip(plans[0].keyed, plans[0].cut, strict=True))
+    request_f = next(f for f, c in cut_of.items() if c == "request")
+    vhost_f = next(f for f, c in cut_of.items() if c is None)
+    assert sorted((k[request_f], k[vhost_f]) for k in batch_keys) == sorted(pairs)
+    assert sorted(k["__kid"] for k in batch_keys) == list(range(len(pairs)))
+
+
+@needs_c
+def test_number_keys_numbers_each_pair_once():
+    """native.number_keys over two fields: lines get the same number exactly when both of
+    their texts are the same, and each distinct pair is handed over once, with its texts."""
+    import random
+
+    rng = random.Random(3)
+    words = ["", "a", "x" * 12, "y" * 13, *QUERY_LINES]
+    a = [rng.choice(words) for _ in range(20_000)]
+    b = [rng.choice(["h1", "h2", "a-long-virtual-host.example.org", ""]) for _ in range(20_000)]
+    ids, distinct = native.number_keys([pa.array(a, pa.string_view()), pa.array(b, pa.string_view())])
+    ids = ids.to_pylist()
+    got = list(zip(distinct[0].to_pylist(), distinct[1].to_pylist(), strict=True))
+    assert sorted(got) == sorted(set(zip(a, b, strict=True)))  # each pair once
+    assert all(got[k] == (x, y) for k, x, y in zip(ids, a, b, strict=True))  # each line's own
 
 
 @needs_c

@@ -286,9 +286,9 @@ def _ingest_source(
                 classified = classification is not None
                 plan = native.plan(cf, *rows.fields_read(cf, classified, keep), tz)
                 keyed = rows.key_fields(cf, classification)
-                if plan is not None and len(keyed) == 1 and keyed[0] not in plan.numbers:
-                    cut = rows.query_cut(cf, classification, keyed[0])
-                    plan = dataclasses.replace(plan, keyed=keyed[0], cut=cut)
+                if plan is not None and keyed and not set(keyed) & (plan.numbers | set(plan.absent)):
+                    cut = tuple(rows.query_cut(cf, classification, k) for k in keyed)
+                    plan = dataclasses.replace(plan, keyed=tuple(keyed), cut=cut)
                 reading = _Reading(cf, plan, tz, classification, keep, src.label, ingest_id, kept)
                 st.ensure_columns(rows.stored_columns(cf, classified, keep))
                 summary.tz_assumed |= _has_local_time(cf)
@@ -378,9 +378,9 @@ class _Reading:
     @property
     def numbered(self) -> rows.Numbered | None:
         """The keyed texts the C split's reader numbered (registered as __raw_keys)."""
-        if self.plan is None or self.plan.keyed is None:
+        if self.plan is None or not self.plan.keyed:
             return None
-        return rows.Numbered("__raw_keys", self.plan.cut is not None)
+        return rows.Numbered("__raw_keys", any(c is not None for c in self.plan.cut))
 
     @functools.cached_property
     def fast_insert(self) -> str:

@@ -200,9 +200,9 @@ Classifier = Classification | None
 
 @dataclass(frozen=True)
 class Numbered:
-    """The distinct texts of the keyed field that the C split's reader numbered
-    (native.Read.keys), registered as `rel`; `cut`: they lost their query string first
-    (native.Plan.cut)."""
+    """The distinct texts of the keyed fields that the C split's reader numbered
+    (native.Read.keys), registered as `rel`; `cut`: a request line or target among them
+    lost its query string first (native.Plan.cut)."""
 
     rel: str
     cut: bool = False
