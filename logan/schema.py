@@ -88,7 +88,8 @@ REQUESTS: list[tuple[str, str, str]] = [
     (
         "extra",
         "MAP(VARCHAR, VARCHAR)",
-        "fields without a canonical column, by name; NULL where the line has none (the map: where none has)",
+        "fields without a canonical column, by name: NULL where the line has '-', the map NULL"
+        " when every field is",
     ),
 ]
 
