@@ -341,3 +341,33 @@ def test_plot_labels_are_log_content_not_math(tmp_path: Path) -> None:
     fig.savefig(tmp_path / "t.png")  # matplotlib would stop at the formula
     labels = sorted(ln.get_label() for ln in fig.axes[0].get_lines())
     assert labels == ["be \\$\\frac{ requests/s", "be a\\$b\\$c\\x1b[31m requests/s"]
+
+
+def test_plot_names_each_source_by_its_file_and_keeps_the_legends_off_the_data() -> None:
+    import logan as api
+    from logan.show.timeline_plot import timeline_figure
+
+    store = api.open(None)
+    logs = [REPO / "sample_logs" / "nginx_access.log", REPO / "sample_logs" / "varnish_access.log"]
+    api.ingest([str(p) for p in logs], store)
+    told = story(store.con, by="source")
+    fig = timeline_figure(told, None, ["source"])
+    rate, latency = fig.axes[0], fig.axes[1]
+    # the series named by file, not by the folder both share; each the rate of its own rows
+    counts = told.frame.groupby("source")["rate"].apply(list)
+    got = {ln.get_label(): ln for ln in rate.get_lines()}
+    assert set(got) == {"nginx_access.log requests/s", "varnish_access.log requests/s"}
+    for p in logs:
+        assert got[f"{p.name} requests/s"].get_ydata().tolist() == pytest.approx(counts[str(p)])
+    # a series keeps its colour on every panel; p50, p95 and p99 differ by line style
+    for p in logs:
+        lines = {ln.get_label(): ln for ln in latency.get_lines()}
+        ps = [lines[f"{p.name} {q}"] for q in ("p50", "p95", "p99")]
+        assert {ln.get_color() for ln in ps} == {got[f"{p.name} requests/s"].get_color()}
+        assert len({ln.get_linestyle() for ln in ps}) == 3
+    assert got["nginx_access.log requests/s"].get_color() != got["varnish_access.log requests/s"].get_color()
+    # every legend right of its panel, clear of the plotted area
+    fig.canvas.draw()
+    for ax in fig.axes:
+        box, legend = ax.get_window_extent(), ax.get_legend().get_window_extent()
+        assert legend.x0 >= box.x1

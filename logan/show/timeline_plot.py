@@ -6,6 +6,7 @@ units and legends. matplotlib's Agg backend: no display needed.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,6 +25,8 @@ MAX_SERIES = 8  # lines a panel can hold and still be read
 PERCENTILES = (("p50_us", "p50"), ("p95_us", "p95"), ("p99_us", "p99"))
 ERRORS = (("status_5xx", "5xx"), ("status_499", "499"), ("status_502", "502"), ("status_503", "503"),
           ("status_504", "504"))  # fmt: skip
+STYLES = (":", "-", "--")  # p50, p95, p99: the p95 the strongest line
+ERROR_STYLES = ("-", ":", "--", "-.", (0, (5, 1, 1, 1, 1, 1)))  # 5xx solid, then 499 ... 504
 
 
 def check_plot_path(path: Path) -> None:
@@ -47,21 +50,24 @@ def timeline_figure(
     shown_of = f" (the {MAX_SERIES} busiest of {len(series)} series)" if len(series) > MAX_SERIES else ""
     series = sorted(series, key=lambda s: -s[1]["requests"].sum())[:MAX_SERIES]
     width_s = int(frame["width_us"].iloc[0]) / 1e6
-    for key, rows in series:
-        name = _name(key)
-        _line(axes[0], rows, rows["rate"], f"{name}requests/s")
-        for col, label in PERCENTILES:
+    if dims and "source" in dims:
+        series = _short_sources(series, dims.index("source"))
+    # a series keeps its colour on every panel; a measure keeps its line style
+    for i, (key, rows) in enumerate(series):
+        name, colour = _name(key), f"C{i % 10}"
+        _line(axes[0], rows, rows["rate"], f"{name}requests/s", colour)
+        for (col, label), style in zip(PERCENTILES, STYLES, strict=True):
             if col in rows and rows[col].notna().any():
-                _line(axes[1], rows, rows[col] / 1000, f"{name}{label}")
-        for col, label in ERRORS:
+                _line(axes[1], rows, rows[col] / 1000, f"{name}{label}", colour, style)
+        for (col, label), style in zip(ERRORS, ERROR_STYLES, strict=True):
             if col in rows and (rows[col] > 0).any():
-                _line(axes[2], rows, rows[col] / width_s, f"{name}{label}")
+                _line(axes[2], rows, rows[col] / width_s, f"{name}{label}", colour, style)
         if "in_flight_max" in rows:
-            _line(axes[3], rows, rows["in_flight_max"], f"{name}in flight (max)")
-            _line(axes[3], rows, rows["in_flight_mean"], f"{name}in flight (mean)")
-        for col in ("server_queue_max", "backend_queue_max"):
+            _line(axes[3], rows, rows["in_flight_max"], f"{name}in flight (max)", colour)
+            _line(axes[3], rows, rows["in_flight_mean"], f"{name}in flight (mean)", colour, "--")
+        for col, style in (("server_queue_max", "-."), ("backend_queue_max", ":")):
             if col in rows and (rows[col] > 0).any():
-                _line(axes[3], rows, rows[col], f"{name}{col.split('_')[0]} queue (max)")
+                _line(axes[3], rows, rows[col], f"{name}{col.split('_')[0]} queue (max)", colour, style)
     _dress(axes, width_s)
     axes[1].set_yscale("log")
     _mark(axes, incidents, told.events)
@@ -82,16 +88,28 @@ def _name(key: object) -> str:
     return f"{shown} " if shown else ""
 
 
+def _short_sources(series: list, at: int) -> list:
+    """The series with each source named without the folder all of them share: a legend of
+    `/var/log/nginx/access.log`, `/var/log/nginx/error.log`... says it in the file names."""
+    keys = [key if isinstance(key, tuple) else (key,) for key, _ in series]
+    paths = [k[at] for k in keys if isinstance(k[at], str) and k[at].startswith("/")]
+    if len(paths) < len(keys) or len(keys) < 2:
+        return series
+    common = os.path.commonpath(paths)
+    cut = len(common) + 1 if common != "/" else 1
+    return [((*k[:at], k[at][cut:], *k[at + 1 :]), rows) for k, (_, rows) in zip(keys, series, strict=True)]
+
+
 def _plain(text: object) -> str:
     """Log content as literal text in a figure: control characters escaped, and no `$`
     starting matplotlib's math (a bad formula would stop the drawing)."""
     return inert(text).replace("$", r"\$")
 
 
-def _line(ax: Axes, rows: pd.DataFrame, values: pd.Series, label: str) -> None:
+def _line(ax: Axes, rows: pd.DataFrame, values: pd.Series, label: str, colour: str, style: str = "-") -> None:
     # times as naive UTC (matplotlib's dates): the axis is labelled UTC
     ax.plot(rows["start"].dt.tz_localize(None), values.astype("float64"), label=label, linewidth=1.2,
-            drawstyle="steps-post")  # fmt: skip
+            drawstyle="steps-post", color=colour, linestyle=style)  # fmt: skip
 
 
 def _dress(axes: list[Axes], width_s: float) -> None:
@@ -102,7 +120,7 @@ def _dress(axes: list[Axes], width_s: float) -> None:
         ax.set_ylabel(unit)
         ax.grid(True, alpha=0.3)
         if ax.get_lines():
-            ax.legend(loc="upper right", fontsize=7, ncols=3)
+            _legend(ax)
     axes[-1].set_xlabel(f"request start, UTC (buckets of {width_s:g} s)")
 
 
@@ -120,7 +138,16 @@ def _mark(axes: list[Axes], incidents: pd.DataFrame | None, events: pd.DataFrame
         axes[-1].annotate(f"{e.kind} {_plain(e.server or '')}", (e.ts, 0), xycoords=("data", "axes fraction"),
                           rotation=90, va="bottom", fontsize=7)  # fmt: skip
     if incidents is not None and len(incidents):
-        axes[0].legend(loc="upper right", fontsize=7, ncols=3)
+        _legend(axes[0])
+
+
+def _legend(ax: Axes) -> None:
+    """The legend beside its panel (the constrained layout makes room), never over a line:
+    a spike hidden under a legend is the one a post-mortem looks for. One entry per label."""
+    handles, labels = ax.get_legend_handles_labels()
+    shown = dict(zip(labels, handles, strict=True))
+    ax.legend(shown.values(), shown.keys(), loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7,
+              borderaxespad=0)  # fmt: skip
 
 
 def _title(frame: pd.DataFrame) -> str:
