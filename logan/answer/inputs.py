@@ -65,7 +65,8 @@ def requests_of(
     this answer) afterwards.
 
     `files` are read first (into `db` when given, so it keeps them; else into a one-shot
-    store that keeps only `columns`, all when None). `on_read` sees the ingest's summary.
+    store that keeps only `columns`, and then no events: all of both when None, as the
+    answers that read events ask). `on_read` sees the ingest's summary.
     """
     files = list(files or [])
     if not files and db is None:

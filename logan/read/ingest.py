@@ -46,10 +46,6 @@ INGEST_MEMORY_MB = 256
 # to its classes: a log of hashed file names) runs again with twice the limit, up to this.
 INGEST_MEMORY_MAX_MB = 2048
 
-# A store made for one report keeps these too: an event's syslog header has no year, which
-# the rows around it give (logan/read/events.py).
-_KEPT_FOR_EVENTS = frozenset({"ts_start"})
-
 # DuckDB scans an Arrow table in parallel by record batch: one per row group's worth.
 _SCAN_ROWS = ROW_GROUP
 
@@ -147,8 +143,11 @@ def ingest(
     `store` is an open Store, a path to a DuckDB file, or None for a new in-memory store
     (then the returned summary's `store` attribute holds it). `columns` keeps only those
     `requests` columns (the others read NULL), for a store made for one report: what is
-    not kept is neither cut out of the lines nor written. Every line is still checked, so
-    rows, rejects and events are the same.
+    not kept is neither cut out of the lines nor written. Such a store keeps no events
+    either (dating an RFC 3164 event from the requests around it was a tenth of `logan
+    stats` on HAProxy's log); the answers that read events, the timeline and incidents,
+    keep every column. Every line is still checked, so rows, rejects and events are
+    counted the same.
 
     Of several files, one that no format reads (an error log beside the access logs) is
     skipped and said in `skipped`; a single one is an error. A format given by name that
@@ -180,7 +179,7 @@ def ingest(
         # DuckDB rewrites its metadata blocks in place at a checkpoint, and a run killed in
         # that write leaves a file DuckDB refuses (docs/store.md). Fewer checkpoints, fewer
         # such moments.
-    keep = None if columns is None else frozenset(columns) | _KEPT_FOR_EVENTS
+    keep = None if columns is None else frozenset(columns)
     try:
         for src in sources:
             try:
@@ -699,9 +698,12 @@ def _exact_path(
         f"FROM ({not_rows})"
     )
     n_rows += _cut_short(con, r)
-    n_events = events.insert_events(
-        con, cf, "(SELECT * FROM __not_rows WHERE __event)", params, tz, others="__not_rows"
-    )
+    if r.keep is None:
+        n_events = events.insert_events(
+            con, cf, "(SELECT * FROM __not_rows WHERE __event)", params, tz, others="__not_rows"
+        )
+    else:  # a store made for one answer keeps no events (see ingest's `columns`): counted
+        n_events = con.execute("SELECT count(*) FROM __not_rows WHERE __event").fetchall()[0][0]
     con.execute(
         "INSERT INTO rejects SELECT $source, line_no, line, __reason FROM __not_rows WHERE NOT __event",
         {"source": label},
