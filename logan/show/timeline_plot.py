@@ -106,7 +106,9 @@ def _plain(text: object) -> str:
     return inert(text).replace("$", r"\$")
 
 
-def _line(ax: Axes, rows: pd.DataFrame, values: pd.Series, label: str, colour: str, style: str = "-") -> None:
+def _line(
+    ax: Axes, rows: pd.DataFrame, values: pd.Series, label: str, colour: str, style: object = "-"
+) -> None:
     # times as naive UTC (matplotlib's dates): the axis is labelled UTC
     ax.plot(rows["start"].dt.tz_localize(None), values.astype("float64"), label=label, linewidth=1.2,
             drawstyle="steps-post", color=colour, linestyle=style)  # fmt: skip
