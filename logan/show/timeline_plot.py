@@ -68,9 +68,9 @@ def timeline_figure(
         for col, style in (("server_queue_max", "-."), ("backend_queue_max", ":")):
             if col in rows and (rows[col] > 0).any():
                 _line(axes[3], rows, rows[col], f"{name}{col.split('_')[0]} queue (max)", colour, style)
+    _mark(axes, incidents, told.events)
     _dress(axes, width_s)
     axes[1].set_yscale("log")
-    _mark(axes, incidents, told.events)
     fig.suptitle(_title(frame) + shown_of)
     return fig
 
@@ -121,8 +121,7 @@ def _dress(axes: list[Axes], width_s: float) -> None:
         ax.set_title(title, loc="left", fontsize=10)
         ax.set_ylabel(unit)
         ax.grid(True, alpha=0.3)
-        if ax.get_lines():
-            _legend(ax)
+        _legend(ax)
     axes[-1].set_xlabel(f"request start, UTC (buckets of {width_s:g} s)")
 
 
@@ -139,14 +138,14 @@ def _mark(axes: list[Axes], incidents: pd.DataFrame | None, events: pd.DataFrame
             ax.axvline(e.ts, color="black", linestyle=":", linewidth=1)
         axes[-1].annotate(f"{e.kind} {_plain(e.server or '')}", (e.ts, 0), xycoords=("data", "axes fraction"),
                           rotation=90, va="bottom", fontsize=7)  # fmt: skip
-    if incidents is not None and len(incidents):
-        _legend(axes[0])
 
 
 def _legend(ax: Axes) -> None:
     """The legend beside its panel (the constrained layout makes room), never over a line:
     a spike hidden under a legend is the one a post-mortem looks for. One entry per label."""
     handles, labels = ax.get_legend_handles_labels()
+    if not labels:  # a panel with nothing drawn (or only server events, unnamed lines)
+        return
     shown = dict(zip(labels, handles, strict=True))
     ax.legend(shown.values(), shown.keys(), loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7,
               borderaxespad=0)  # fmt: skip
