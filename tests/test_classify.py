@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from logan.read import classify
 from logan.read.classify import (
     CLASSIFIED,
     Group,
@@ -155,7 +156,9 @@ def test_hostile_path_is_data() -> None:
 
 
 # --- Learned parameters -----------------------------------------------------------------------
-def test_collapse_routes_finds_parameters_by_cardinality() -> None:
+@pytest.mark.parametrize("rewrite_at", [0, 100_000], ids=["written-anew", "updated"])
+def test_collapse_routes_finds_parameters_by_cardinality(rewrite_at: int, monkeypatch) -> None:
+    monkeypatch.setattr(classify, "REWRITE_ROUTES_AT", rewrite_at)
     con = open_store(None).con
     tags = [f"/blog/tags/word{chr(97 + i % 26)}{chr(97 + i // 26)}" for i in range(25)]
     few = [f"/blog/{name}" for name in ("archive", "about", "feed")]
@@ -175,6 +178,9 @@ def test_collapse_routes_finds_parameters_by_cardinality() -> None:
     assert collapse_routes(con, min_values=20) == 1
     assert con.execute("SELECT count(DISTINCT route) FROM requests WHERE path LIKE '/blog/tags/%'"
                        ).fetchone() == (1,)  # fmt: skip
+    # each route once in `routes` (the view joins it), every stored route there
+    held = con.execute("SELECT count(*), count(DISTINCT route) FROM routes").fetchone()
+    assert held == (len(paths) + 1, len(paths) + 1)
 
 
 @pytest.mark.skipif(not (CORPUS / "elastic_apache_logs").is_dir(), reason="corpus absent")
