@@ -174,6 +174,7 @@ def ingest(
         # DuckDB keeps written blocks cached up to 80% of RAM by default: RSS then grows
         # with the input (1.5 GB for a 5 GB log). Written blocks can be read back instead.
         st.con.execute(f"SET memory_limit = '{INGEST_MEMORY_MB}MB'")
+        _keep_block_memory(st.con)
         # Commits go to the write-ahead log, and the file is checkpointed once, below. Not
         # every commit (checkpoint_threshold '1KB' saved a re-run 0.35 s of syncing the log):
         # DuckDB rewrites its metadata blocks in place at a checkpoint, and a run killed in
@@ -547,6 +548,17 @@ def _within_memory(st: Store, run: Callable[[], T]) -> T:
             if st.path == ":memory:" or limit > INGEST_MEMORY_MAX_MB:
                 raise
             st.con.execute(f"SET memory_limit = '{limit}MB'")
+
+
+def _keep_block_memory(con: duckdb.DuckDBPyConnection) -> None:
+    """DuckDB keeps the memory of its blocks, up to the ingest's memory limit, instead of
+    handing it back to the kernel as each block is evicted and taking fresh pages for the
+    next (DuckDB's block_allocator_memory, 0 by default). On the 1 GB realistic log that
+    was 1.05 M page faults, 2.8 s of system time; kept, 0.8 M, 2.1 s, and the ingest 4%
+    faster, for 15-40 MB more peak RSS. Kept for the life of the store's connection: the
+    setting cannot be lowered (a store already holding more is left as it is)."""
+    with contextlib.suppress(duckdb.InvalidInputException):
+        con.execute(f"SET block_allocator_memory = '{INGEST_MEMORY_MB}MB'")
 
 
 def _mib(setting: str) -> int:
