@@ -86,9 +86,11 @@ def watch_cache(monkeypatch) -> list[int]:
     sizes: list[int] = []
     real = ingest._empty_cache_when_useless
 
-    def watching(con, r, last_lines):
-        real(con, r, last_lines)
-        sizes.append(con.execute(r.classification.size).fetchall()[0][0])
+    def watching(con, classes):
+        real(con, classes)
+        held = con.execute(f"SELECT count(*) FROM {classes.table}").fetchall()[0][0]
+        assert classes.size == held  # the count the ingest keeps is the table's
+        sizes.append(held)
 
     monkeypatch.setattr(ingest, "_empty_cache_when_useless", watching)
     return sizes
@@ -117,6 +119,29 @@ def test_the_class_cache_is_emptied_when_keys_never_repeat(tmp_path, monkeypatch
     monkeypatch.setattr(ingest, "_empty_cache_when_useless", lambda *a: None)  # never emptied
     _, kept = read(tmp_path, log, "kept")
     assert got == kept
+
+
+def test_the_files_of_one_ingest_share_the_class_cache(tmp_path, monkeypatch):
+    # rotated logs of one server: each file asks for the same 600 paths
+    words = ["cart", "item", "shop", "help", "news", "tags"]
+    lines = [
+        f"10.0.0.{i % 9} - - [29/Mar/2026:00:{i // 600 % 60:02d}:{i // 10 % 60:02d} +0000] "
+        f'"GET /{words[i % 6]}/{i % 100}/page{i % 600 // 100} HTTP/1.1" 200 {i % 50} "-" "ua" 0.{i % 997:03d}'
+        for i in range(9_000)
+    ]
+    whole, rotated = tmp_path / "whole.log", tmp_path / "rotated"
+    whole.write_text("\n".join(lines) + "\n")
+    rotated.mkdir()
+    for k in range(3):
+        (rotated / f"access.log.{k}").write_text("\n".join(lines[k * 3000 : (k + 1) * 3000]) + "\n")
+    _, want = read(tmp_path, whole, "whole")
+    sizes = watch_cache(monkeypatch)
+    s, got = read(tmp_path, rotated, "rotated")
+    assert len(s.sources) == 3 and s.rows == 9_000
+    # one batch a file: the second and third find every key the first classified
+    assert sizes == [0, 600, 600]
+    without_line = sorted(r[1:] for r in got)
+    assert without_line == sorted(r[1:] for r in want)  # classified as one file is
 
 
 @pytest.mark.parametrize("setting, mib", [("244.1 MiB", 244), ("1.9 GiB", 1945), ("512.0 KiB", 0)])

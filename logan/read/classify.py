@@ -732,16 +732,6 @@ class ClassCache:
         answers = ", ".join(f"{c} VARCHAR" for c in (*RULE_TARGETS, "__node")) + ", __gn INTEGER"
         return f"CREATE OR REPLACE TEMP TABLE {self.table} ({names}, {answers})"
 
-    def size_sql(self) -> str:
-        """How many keys the table holds. Before each batch the ingest makes it again,
-        empty, when that is more than CLASS_CACHE_KEYS, or when the last batch brought new
-        keys for more than half its lines (logan.read.ingest._empty_cache_when_useless). A
-        log whose paths never repeat (hashed file names) would make it hold a row per line,
-        in memory (a temporary table), and every batch's fill joins against it. Emptied, it
-        fills again with the keys of the batches that follow, which a log that repeats its
-        paths meets again."""
-        return f"SELECT count(*) FROM {self.table}"
-
     def fill_sql(self, keys_sql: str) -> str:
         """INSERT the classification of the keys of `keys_sql` (rows with the key columns)
         that the table does not hold yet."""

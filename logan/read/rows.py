@@ -190,8 +190,7 @@ class Classification:
     sql: Callable[[str, Keyed | None], str]
     keys: tuple[str, ...]
     setup: str | None = None
-    fill: Callable[[str], str] | None = None
-    size: str | None = None  # how many keys the cache holds (it is emptied by running setup again)
+    fill: Callable[[str], str] | None = None  # its INSERT gives how many keys it added
 
 
 # None leaves the classification columns NULL.
