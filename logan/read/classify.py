@@ -742,10 +742,14 @@ class ClassCache:
         puppet = self.profile == "puppet"  # its path parsed once, in a layer of its own
         what = _what(self.profile, self.rules, qenv, "__pp" if puppet else None, "__tmpl")
         answers = ", ".join(f"{what[c]} AS {c}" for c in (*RULE_TARGETS, "__node", "__gn"))
-        new = (
-            f"SELECT *, {named} FROM (SELECT DISTINCT {self.key_select()} FROM ({keys_sql})) AS __n"
+        # the keys the table lacks, then each once: most of a batch's keys are known, and
+        # the DISTINCT ran over all of them
+        keyed = f"SELECT {self.key_select()} FROM ({keys_sql})"
+        lacking = (
+            f"SELECT DISTINCT * FROM ({keyed}) AS __n"
             f" WHERE NOT EXISTS (SELECT 1 FROM {self.table} AS __c WHERE {self.on('__n', '__c')})"
         )
+        new = f"SELECT *, {named} FROM ({lacking})"
         parsed = f"SELECT *, {puppet_parse_sql()} AS __pp FROM ({new})" if puppet else new
         # the generic template, in a layer of its own: outside the CASEs that read it (a
         # Puppet path has none: NULL, for nothing)
