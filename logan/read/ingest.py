@@ -35,7 +35,7 @@ from logan.read.classify import (
 )
 from logan.read.compile import CompiledFormat, compile_format
 from logan.read.dialects import get_dialect, resolve_format
-from logan.read.sources import DEFAULT_BLOCK, ROW_GROUP, Batch, Prepare, Source, Start, expand, read_batches
+from logan.read.sources import DEFAULT_BLOCK, Batch, Prepare, Source, Start, expand, read_batches, scan_rows
 from logan.store import Store, filter_pushdown, open_store, stored_columns
 
 # DuckDB's memory during an ingest into a file: enough for a block's batch in flight (the
@@ -45,9 +45,6 @@ INGEST_MEMORY_MB = 256
 # A batch that does not fit (hundreds of thousands of distinct request lines, each joined
 # to its classes: a log of hashed file names) runs again with twice the limit, up to this.
 INGEST_MEMORY_MAX_MB = 2048
-
-# DuckDB scans an Arrow table in parallel by record batch: one per row group's worth.
-_SCAN_ROWS = ROW_GROUP
 
 
 @dataclass
@@ -610,7 +607,7 @@ def _ingest_batch(st: Store, r: _Reading, batch: Batch, out: SourceSummary) -> C
     said: Counter = Counter()
     cf, row = r.cf, r.row
     assert row is not None
-    table = pa.Table.from_batches(batch.table.to_batches(max_chunksize=_SCAN_ROWS))
+    table = pa.Table.from_batches(batch.table.to_batches(max_chunksize=scan_rows(batch.lines)))
     con.register("__batch", table)
     params = r.params
     if r.plan is not None:

@@ -35,7 +35,7 @@ from logan.read.compile import (
     value_pattern,
 )
 from logan.read.convert import NUMBER_FORMS, convert, sql_str, time_pattern
-from logan.read.sources import BUFFERS, ROW_GROUP, Batch, int64_array, int64_values
+from logan.read.sources import BUFFERS, Batch, int64_array, int64_values, scan_rows
 
 try:
     from logan.read import _split
@@ -513,8 +513,9 @@ def read_batch(con, cf: CompiledFormat, p: Plan, batch: Batch) -> Read:  # noqa:
         n = len(distinct[0])  # pa.array() of numpy data would import pandas (0.2 s)
         ids = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(np.arange(n, dtype=np.int32))])
         keys = pa.table({KEY_ID: ids, **dict(zip(p.keyed, distinct, strict=True))})
-    # DuckDB scans an Arrow table one chunk per thread: chunks of a row group each.
-    return Read(pa.Table.from_batches(raw.to_batches(max_chunksize=ROW_GROUP), raw.schema), keys)
+    return Read(
+        pa.Table.from_batches(raw.to_batches(max_chunksize=scan_rows(raw.num_rows)), raw.schema), keys
+    )
 
 
 def number_keys(texts: list[pa.Array]) -> tuple[pa.Array, list[pa.Array]]:
