@@ -267,6 +267,7 @@ def _ingest_source(
 ) -> SourceSummary:
     total = src.size()
     reading: _Reading | None = None
+    classes: _Classes | None = None
     out: SourceSummary | None = None
     started_at = datetime.now(UTC).replace(tzinfo=None)
     t0 = time.perf_counter()
@@ -302,10 +303,10 @@ def _ingest_source(
                 if plan is not None:
                     cursor = st.con.cursor()
                 prepare.start(functools.partial(native.read_batch, cursor, cf, plan) if plan else None)
-            assert out is not None
-            _empty_cache_when_useless(st.con, reading.classes)
+            assert out is not None and classes is not None
+            _empty_cache_when_useless(st.con, classes)
             reasons = _within_memory(st, functools.partial(_ingest_batch, st, reading, batch, out))
-            reading.classes.last_lines = batch.lines
+            classes.last_lines = batch.lines
             for k, v in reasons.items():
                 summary.rejects_by_reason[k] = summary.rejects_by_reason.get(k, 0) + v
             if progress:
