@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from logan.errors import LoganError
@@ -503,3 +504,19 @@ def test_failure_in_second_batch_keeps_the_first(tmp_path, monkeypatch):
         req = ro.sql("SELECT line_no, user_agent FROM requests ORDER BY line_no")
     assert list(req.line_no) == [1, 2]
     assert list(req.user_agent) == ["a\\b", "abcd"]  # lines 10 and 11 of the generator
+
+
+def test_duckdb_gets_a_row_group_a_chunk_and_two_chunks_of_one_but_a_small_table_whole():
+    group = sources.ROW_GROUP
+    # two row groups: a chunk each; one: two halves (two threads insert it)
+    assert [len(c) for c in _chunks(2 * group)] == [group, group]
+    assert [len(c) for c in _chunks(group)] == [group // 2, group // 2]
+    assert [len(c) for c in _chunks(group + 1)] == [group // 2 + 1, group // 2]
+    # under a row group: one chunk, read in one order (the same sums to the last digit)
+    assert [len(c) for c in _chunks(40_000)] == [40_000]
+    assert [len(c) for c in _chunks(0)] == []
+
+
+def _chunks(n: int) -> list:
+    table = pa.table({"x": pa.array(range(n), pa.int64())})
+    return table.to_batches(max_chunksize=sources.scan_rows(n))
