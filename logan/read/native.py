@@ -10,6 +10,7 @@ than `string_split` in DuckDB and runs without the GIL. When the extension was n
 from __future__ import annotations
 
 import functools
+import itertools
 import random
 import re
 import struct
@@ -317,7 +318,7 @@ def _evaluate(columns: dict[str, list], exprs: list[str]) -> list[list]:
 def _evaluated(columns: tuple[tuple[str, tuple], ...], exprs: tuple[str, ...]) -> tuple[list, ...]:
     n = max(len(v) for _, v in columns)
     names = [name for name, _ in columns] + ["__i"]
-    values = [list((v * -(-n // max(len(v), 1)))[:n]) for _, v in columns] + [list(range(n))]
+    values = [list(itertools.islice(itertools.cycle(v), n)) for _, v in columns] + [list(range(n))]
     rows = ", ".join(f"unnest(${k + 1}) AS {name}" for k, name in enumerate(names))
     lists = ", ".join(f"list({e} ORDER BY __i)" for e in exprs)
     return _scratch().execute(f"SELECT {lists} FROM (SELECT {rows})", values).fetchall()[0]
