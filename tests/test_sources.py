@@ -426,6 +426,28 @@ def test_blocks_of_many_short_lines_are_read_smaller(monkeypatch):
     assert sum(b.nbytes for b in got) == len(data)
 
 
+def test_a_small_file_is_read_into_a_buffer_its_size(tmp_path, monkeypatch):
+    # A re-run reads the few MB appended since: not into a buffer of the whole block size
+    # (64 MB of page faults and zeros). Pipes and .gz content, whose size is not known,
+    # still get the block size.
+    pool = sources.BufferPool()
+    monkeypatch.setattr(sources, "BUFFERS", pool)
+    data, _ = make_log(2_000)  # about 0.4 MB
+    log = tmp_path / "a.log"
+    log.write_bytes(data)
+    at = data.index(b"\n", 1000) + 1  # where a re-run resumes
+    with log.open("rb") as fh:
+        batches = list(sources._blocks(fh, 8 << 20, sources.Start(offset=at, line=5)))
+    assert [len(b) for b in pool._made] == [1 << 20]
+    assert sum(b.nbytes for b in batches) == len(data) - at
+    assert batches[0].table.column("line_no")[0].as_py() == 6
+    gz = tmp_path / "a.log.gz"
+    gz.write_bytes(gzip.compress(data))
+    with sources.Source(str(gz), str(gz)).open() as fh:
+        assert sum(b.nbytes for b in sources._blocks(fh, 8 << 20)) == len(data)
+    assert sorted(len(b) for b in pool._made) == [1 << 20, 8 << 20]
+
+
 def test_nul_bytes_after_a_crash(tmp_path):
     # A server that crashed can leave a run of NUL bytes where its buffered writes were lost.
     lines = [make_line(i).encode() for i in range(1, 6)]
