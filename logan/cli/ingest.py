@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 from rich.text import Text
 
 from logan.cli import options as opt
@@ -30,6 +29,9 @@ def _progress_for(paths: list[str]):  # noqa: ANN202
     sizes = [Path(p).stat().st_size for p in paths if p != "-" and Path(p).is_file()]
     if sum(sizes) < _PROGRESS_MIN_BYTES or not err.is_terminal:
         return None, None
+    # here: the nightly job's ingest, without a terminal, never draws one (5 ms to import)
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
     bar = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
