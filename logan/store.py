@@ -71,7 +71,7 @@ class Store:
         _refresh_view(self.con)  # a store written by an earlier logan gets today's view
         # a new store gets today's version, an older one is now migrated (the tables above);
         # a store as it should be is not written at all (it opens on a full disk)
-        _set_meta(self.con, "schema_version", str(schema.SCHEMA_VERSION))
+        set_meta(self.con, "schema_version", str(schema.SCHEMA_VERSION))
 
     def ensure_columns(self, columns: Iterable[str]) -> None:
         """Store these canonical columns from now on (see schema.REQUESTS_TABLE)."""
@@ -170,13 +170,19 @@ def stored_columns(con: duckdb.DuckDBPyConnection) -> set[str]:
 
 def _refresh_view(con: duckdb.DuckDBPyConnection) -> None:
     sql = schema.requests_view_sql(stored_columns(con))
-    if _set_meta(con, "requests_view", hashlib.sha256(sql.encode()).hexdigest()):
+    if set_meta(con, "requests_view", hashlib.sha256(sql.encode()).hexdigest()):
         con.execute(sql)
 
 
-def _set_meta(con: duckdb.DuckDBPyConnection, key: str, value: str) -> bool:
+def meta(con: duckdb.DuckDBPyConnection, key: str) -> str | None:
+    """A `logan_meta` value, None when unset."""
+    got = con.execute("SELECT value FROM logan_meta WHERE key = ?", [key]).fetchall()
+    return got[0][0] if got else None
+
+
+def set_meta(con: duckdb.DuckDBPyConnection, key: str, value: str) -> bool:
     """Set a `logan_meta` value; whether it changed (nothing is written when not)."""
-    if con.execute("SELECT value FROM logan_meta WHERE key = ?", [key]).fetchall() == [(value,)]:
+    if meta(con, key) == value:
         return False
     con.execute("INSERT OR REPLACE INTO logan_meta VALUES (?, ?)", [key, value])
     return True

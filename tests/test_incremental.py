@@ -97,6 +97,67 @@ def test_a_rerun_of_unchanged_files_adds_nothing_and_no_ingest(tmp_path):
     assert r.returncode == 0 and "nothing new since line 300" in " ".join(r.stderr.split())
 
 
+def unfolded_routes(db: Path) -> int:
+    """Routes of stored rows that `routes` (the learned templates) does not hold."""
+    st = logan.open(db, read_only=True)
+    try:
+        return st.con.execute(
+            "SELECT count(*) FROM (SELECT DISTINCT route FROM requests_data WHERE route LIKE '%/%') AS r"
+            " ANTI JOIN routes AS t ON r.route = t.route"
+        ).fetchone()[0]
+    finally:
+        st.close()
+
+
+def test_routes_of_a_run_killed_before_its_fold_are_folded_by_the_next(tmp_path, monkeypatch):
+    import logan.read.classify as classify
+
+    log, db = tmp_path / "access.log", tmp_path / "s.duckdb"
+    log.write_text("".join(line(n).replace("/r/", f"/first{n % 3}/") for n in range(300)))
+
+    def killed(*_: object, **__: object) -> int:
+        raise RuntimeError("killed before the fold")
+
+    with monkeypatch.context() as m:
+        m.setattr(classify, "collapse_routes", killed)
+        with pytest.raises(RuntimeError):
+            run([log], db, profile="generic")
+    assert unfolded_routes(db) == 3  # its rows are in, their routes not yet learned
+    with log.open("a") as fh:
+        fh.write("".join(line(n).replace("/r/", "/second/") for n in range(300, 400)))
+    assert run([log], db, profile="generic").rows == 100
+    assert unfolded_routes(db) == 0
+    st = logan.open(db, read_only=True)
+    assert st.con.execute("SELECT count(*) FROM routes").fetchone()[0] == 4
+    st.close()
+
+
+def test_a_file_with_nothing_new_does_not_fold_the_whole_store_again(tmp_path, monkeypatch):
+    # The nightly job over access.log*: the rotated file was read before, the current one
+    # has new lines. The fold reads the new ingest's rows only.
+    import logan.read.classify as classify
+
+    old, current, db = tmp_path / "access.log.1", tmp_path / "access.log", tmp_path / "s.duckdb"
+    old.write_text("".join(line(n) for n in range(200)))
+    current.write_text("".join(line(n) for n in range(200, 300)))
+    first = run([old, current], db, profile="generic")
+    with current.open("a") as fh:
+        fh.write("".join(line(n) for n in range(300, 350)))
+    folds = []
+    real = classify.collapse_routes
+
+    def spy(con, **kw):  # noqa: ANN001, ANN202
+        folds.append(kw["since_ingest"])
+        return real(con, **kw)
+
+    monkeypatch.setattr(classify, "collapse_routes", spy)
+    second = run([old, current], db, profile="generic")
+    assert second.rows == 50
+    newest = max(s.ingest_id for s in first.sources)
+    assert folds == [newest + 1] == [second.sources[1].ingest_id]
+    assert numbers(db) == list(range(350)) and unfolded_routes(db) == 0
+
+
 def test_reread_reads_again_as_a_new_ingest(tmp_path):
     log, db = tmp_path / "access.log", tmp_path / "s.duckdb"
     log.write_text("".join(line(n) for n in range(200)))

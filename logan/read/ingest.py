@@ -28,8 +28,8 @@ from logan.read.classify import (
     ClassCache,
     Rules,
     classified_sql,
-    collapse_routes,
     detect_profile,
+    fold_new_routes,
     key_columns,
     load_rules,
 )
@@ -209,8 +209,7 @@ def ingest(
             # Route words that vary a lot under one prefix (/tags/{name}) show only across
             # rows: fold them now that the new rows are in (the Puppet profile gives the
             # routes of non-Puppet paths the generic way).
-            since = min((s.ingest_id or 0 for s in summary.sources), default=0)
-            _within_memory(st, lambda: collapse_routes(st.con, since_ingest=since))
+            _within_memory(st, lambda: fold_new_routes(st.con))
         if st.path != ":memory:":
             # Written now, under the memory limit: the checkpoint DuckDB makes at close
             # would run without it (3.2 GB for a 1 GB log of varied paths), and the time
