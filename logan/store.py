@@ -44,6 +44,7 @@ class Pruned:
     requests: int
     rejects: int
     events: int
+    routes: int = 0
 
 
 class Store:
@@ -115,9 +116,9 @@ class Store:
         return not self.con.execute("SELECT count(*) FROM ingests").fetchall()[0][0]
 
     def prune(self, before: datetime) -> Pruned:
-        """Drop the requests that started before `before` (UTC), the events before it, and
-        the rejects of ingests none of whose requests are left (or, of an ingest that
-        read no request, that ran before `before`); the space is reused by what
+        """Drop the requests that started before `before` (UTC), the events before it, the
+        rejects of ingests none of whose requests are left (or, of an ingest that read no
+        request, that ran before `before`), and the routes no request is left on; the space is reused by what
         is ingested next (DuckDB reuses the freed blocks after the checkpoint), so a store
         pruned every night keeps a steady size. The file registry stays: a pruned file is
         not read again."""
@@ -133,9 +134,10 @@ class Store:
                   AND NOT EXISTS (SELECT 1 FROM {schema.REQUESTS_TABLE} q WHERE q.ingest_id = i.ingest_id)""",
             [before],
         ).fetchall()
+        routes = _drop_unused_routes(con) if "route" in stored_columns(con) else 0
         con.execute("COMMIT")
         con.execute("CHECKPOINT")
-        return Pruned(gone[0][0], rejects[0][0], events[0][0])
+        return Pruned(gone[0][0], rejects[0][0], events[0][0], routes)
 
     def close(self) -> None:
         self.con.close()
@@ -145,6 +147,16 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _drop_unused_routes(con: duckdb.DuckDBPyConnection) -> int:
+    """Drop the learned route templates no request refers to any more: a site of hashed
+    paths brings new routes every day, and `routes` would grow for ever (so would every
+    ingest's fold of them). The templates left stay as they were learned."""
+    return con.execute(
+        "DELETE FROM routes AS t WHERE NOT EXISTS"
+        f" (SELECT 1 FROM {schema.REQUESTS_TABLE} AS r WHERE r.route = t.route)"
+    ).fetchall()[0][0]
 
 
 def _check_is_duckdb(path: str) -> None:

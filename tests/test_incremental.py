@@ -548,6 +548,29 @@ def test_a_store_pruned_every_night_keeps_a_steady_size(tmp_path):
     assert max(sizes[6:]) <= max(sizes[3:6]), sizes
 
 
+def test_prune_drops_the_routes_no_request_is_left_on(tmp_path):
+    # A site of hashed paths brings new routes every day: the learned templates of those
+    # pruned away go with them, the others stay as learned.
+    db = tmp_path / "s.duckdb"
+    for day in range(3):
+        log = tmp_path / f"day{day}.log"
+        log.write_text("".join(
+            line(n).replace("05/Nov/2013", f"{5 + day:02d}/Nov/2013").replace("/r/", f"/t/d{day}x{n % 40}/")
+            for n in range(400)
+        ))  # fmt: skip
+        run([log], db, profile="generic")
+    st = logan.open(db)
+    before = dict(st.con.execute("SELECT route, template FROM routes").fetchall())
+    assert len(before) == 120  # /t/d<day>x<k>/{id}, 40 a day
+    pruned = st.prune(datetime(2013, 11, 6))  # day 0 goes
+    after = dict(st.con.execute("SELECT route, template FROM routes").fetchall())
+    used = {r for (r,) in st.con.execute("SELECT DISTINCT route FROM requests_data").fetchall()}
+    st.close()
+    assert pruned.routes == 40 and set(after) == used and len(used) == 80
+    assert after == {r: t for r, t in before.items() if r in used}
+    assert {t for t in after.values()} == {"/t/{name}/{id}"}
+
+
 # --- Follow ---------------------------------------------------------------------------------------
 def test_follow_keeps_the_store_current_through_a_rotation_and_stops_cleanly(tmp_path):
     log, db = tmp_path / "access.log", tmp_path / "s.duckdb"

@@ -32,7 +32,8 @@ def cutoff(keep: str) -> datetime:
 def prune_and_say(store: Store, keep: str, before: datetime) -> None:
     p = store.prune(before)
     say(
-        f"dropped {p.requests:,} requests, {p.rejects:,} rejects and {p.events:,} events "
+        f"dropped {p.requests:,} requests, {p.rejects:,} rejects, {p.events:,} events"
+        f" and {p.routes:,} route templates no request is left on "
         f"from before {before:%Y-%m-%d %H:%M} UTC (--keep {keep})"
     )
 
