@@ -134,6 +134,15 @@ ROUTES: list[tuple[str, str, str]] = [
     ("template", "VARCHAR", "what `requests` shows for it, e.g. /blog/tags/{name}"),
 ]
 
+# Where the last whole fold of the routes found parameters (logan.read.classify): the
+# segment `level` of the routes between `prefix` and `suffix` takes many words. A few new
+# routes are folded beside these alone, not with every route again.
+ROUTE_PARAMS: list[tuple[str, str, str]] = [
+    ("level", "INTEGER", "the segment, 1-based over the route split on '/' (1 is the vhost)"),
+    ("prefix", "VARCHAR", "the segments before it, joined by '/'"),
+    ("suffix", "VARCHAR", "the segments after it"),
+]
+
 # The files a store has read and how far (logan/read/registry.py): what makes a re-run
 # read only what is new. One row per file content, known by its first bytes.
 FILES: list[tuple[str, str, str]] = [
@@ -158,9 +167,9 @@ FILES: list[tuple[str, str, str]] = [
 
 TABLES = {
     "requests": REQUESTS, "rejects": REJECTS, "events": EVENTS, "ingests": INGESTS, "routes": ROUTES,
-    "files": FILES,
+    "route_params": ROUTE_PARAMS, "files": FILES,
 }  # fmt: skip
-PLAIN_TABLES = ["rejects", "events", "ingests", "routes", "files"]
+PLAIN_TABLES = ["rejects", "events", "ingests", "routes", "route_params", "files"]
 
 REQUEST_COLUMNS = [name for name, _, _ in REQUESTS]
 REQUEST_TYPES = {name: typ for name, typ, _ in REQUESTS}

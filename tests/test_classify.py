@@ -156,9 +156,16 @@ def test_hostile_path_is_data() -> None:
 
 
 # --- Learned parameters -----------------------------------------------------------------------
-@pytest.mark.parametrize("rewrite_at", [0, 100_000], ids=["written-anew", "updated"])
-def test_collapse_routes_finds_parameters_by_cardinality(rewrite_at: int, monkeypatch) -> None:
+@pytest.mark.parametrize(
+    ("rewrite_at", "whole_under"),
+    [(0, 100_000), (100_000, 100_000), (100_000, 0)],
+    ids=["written-anew", "updated", "new-routes-folded-alone"],
+)
+def test_collapse_routes_finds_parameters_by_cardinality(
+    rewrite_at: int, whole_under: int, monkeypatch
+) -> None:
     monkeypatch.setattr(classify, "REWRITE_ROUTES_AT", rewrite_at)
+    monkeypatch.setattr(classify, "FOLD_WHOLE_UNDER", whole_under)
     con = open_store(None).con
     tags = [f"/blog/tags/word{chr(97 + i % 26)}{chr(97 + i // 26)}" for i in range(25)]
     few = [f"/blog/{name}" for name in ("archive", "about", "feed")]
@@ -181,6 +188,56 @@ def test_collapse_routes_finds_parameters_by_cardinality(rewrite_at: int, monkey
     # each route once in `routes` (the view joins it), every stored route there
     held = con.execute("SELECT count(*), count(DISTINCT route) FROM routes").fetchone()
     assert held == (len(paths) + 1, len(paths) + 1)
+
+
+def _hashed(con, sizes: range, pairs: range) -> None:  # noqa: ANN001
+    """Routes of a thumbnail server: /t/<size>/<hex pair>/{file}.jpeg, with a script beside."""
+    paths = [f"/t/x{n}/{p:02x}/{{file}}.jpeg" for n in sizes for p in pairs] + [f"/t/s{n}.php" for n in sizes]
+    append_requests(con, pd.DataFrame({"path": paths, "route": paths}))
+
+
+def _templates(con) -> dict:  # noqa: ANN001
+    return dict(con.execute("SELECT route, template FROM routes").fetchall())
+
+
+def test_new_routes_folded_alone_get_what_a_whole_fold_gives(monkeypatch) -> None:
+    # Past FOLD_WHOLE_UNDER routes, a few new ones are folded beside the parameters the
+    # last whole fold found, not with every route again: where those parameters decide,
+    # each new route gets the template a whole fold of every route gives it.
+    monkeypatch.setattr(classify, "FOLD_WHOLE_UNDER", 0)
+    alone = open_store(None).con
+    _hashed(alone, range(0, 30), range(0, 40))
+    assert collapse_routes(alone) > 0  # the first fold is whole: nothing is known yet
+    assert {t for t in _templates(alone).values()} == {"/t/{name}/{name}/{file}.jpeg"} | {
+        f"/t/s{n}.php" for n in range(30)
+    }
+    _hashed(alone, range(30, 32), range(0, 40))  # 82 new routes beside 1,230: alone
+    assert collapse_routes(alone) == 80  # the two scripts keep their names
+    whole = open_store(None).con
+    _hashed(whole, range(0, 32), range(0, 40))
+    collapse_routes(whole)
+    assert _templates(alone) == _templates(whole)
+    folded_alone = "SELECT value FROM logan_meta WHERE key = 'routes_folded_alone'"
+    assert alone.execute(folded_alone).fetchone() == ("82",)
+
+
+def test_a_place_wide_only_with_the_known_routes_waits_for_the_next_whole_fold(monkeypatch) -> None:
+    monkeypatch.setattr(classify, "FOLD_WHOLE_UNDER", 0)
+    con = open_store(None).con
+    _hashed(con, range(0, 30), range(0, 40))
+    few = [f"/p/w{n}/x" for n in range(6)]  # six words under /p: not a parameter
+    append_requests(con, pd.DataFrame({"path": few, "route": few}))
+    collapse_routes(con)
+    more = [f"/p/w{n}/x" for n in range(6, 10)]  # ten with these four
+    append_requests(con, pd.DataFrame({"path": more, "route": more}))
+    collapse_routes(con)  # 4 new routes of 1,236, folded alone: each of the four is new
+    assert {_templates(con)[r] for r in few + more} == set(few + more)
+    monkeypatch.setattr(classify, "FOLD_WHOLE_SHARE", 0.003)  # 4 alone + 1 new reach 0.3%
+    last = ["/p/w10/x"]
+    append_requests(con, pd.DataFrame({"path": last, "route": last}))
+    collapse_routes(con)  # a whole fold: the eleven words are a parameter now
+    assert {_templates(con)[r] for r in few + more + last} == {"/p/{name}/x"}
+    assert con.execute("SELECT value FROM logan_meta WHERE key = 'routes_folded_alone'").fetchone() == ("0",)
 
 
 @pytest.mark.skipif(not (CORPUS / "elastic_apache_logs").is_dir(), reason="corpus absent")

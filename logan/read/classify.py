@@ -227,21 +227,32 @@ def collapse_routes(
     to the table already. Returns how many routes got a new template.
 
     The rows are not rewritten (an UPDATE of millions of routes took gigabytes and most of
-    an ingest's time): the `requests` view shows each route's template."""
+    an ingest's time): the `requests` view shows each route's template.
+
+    A fold of every route took 5 s for the 5 M routes of a log of hashed paths, and a
+    nightly re-run of 1% of that log 7 s in all. So past FOLD_WHOLE_UNDER known routes, a
+    few new ones are folded alone, beside the parameters the last whole fold found
+    (`route_params`): a new route where a parameter is known gets it at once, and one
+    among enough new words gets a new one; the known routes keep their templates. A place
+    that only the new routes and the known ones together make wide is found by the next
+    whole fold, once the routes folded alone reach FOLD_WHOLE_SHARE of the table."""
     if "route" not in stored_columns(con):  # nothing classified: no routes to fold
         return 0
     _new_routes(con, since_ingest)
-    if con.execute("SELECT 1 FROM logan_route_new LIMIT 1").fetchone() is None:
+    new = con.execute("SELECT count(*) FROM logan_route_new").fetchone()[0]
+    if not new:
         # No new route: `routes` was folded over these very routes (at the same
         # `min_values`), so no template can change. A re-run of known routes: 30 ms less.
         con.execute("DROP TABLE logan_route_new")
         return 0
-    # Every route, those known with their template and the new ones with none yet: the
-    # first level reads them (the table is written once, at the end: 5 M new routes of a
-    # log of hashed paths cost 1.5 s to insert before being written anew).
+    whole = _fold_whole(con, new)
+    # Every route, those known with their template and the new ones with none yet (the
+    # table is written once, at the end: 5 M new routes of a log of hashed paths cost
+    # 1.5 s to insert before being written anew); or the new ones alone.
+    known = "SELECT route AS cur, template AS before FROM routes UNION ALL " if whole else ""
     con.execute(
-        "CREATE OR REPLACE TEMP VIEW logan_route_0 AS SELECT route AS cur, template AS before FROM routes"
-        " UNION ALL SELECT route, NULL FROM logan_route_new"
+        f"CREATE OR REPLACE TEMP VIEW logan_route_0 AS {known}"
+        "SELECT route AS cur, CAST(NULL AS VARCHAR) AS before FROM logan_route_new"
     )
     # Level by level over the distinct routes the level before left: a level's answer
     # depends on a route's text only, so routes made alike by a level (`/t/x661/4c/..` and
@@ -251,16 +262,36 @@ def collapse_routes(
     depth = con.execute("SELECT max(len(string_split(cur, '/'))) FROM logan_route_0").fetchone()
     levels = list(range(3, (depth[0] or 0) + 1))
     for k in levels:
-        _collapse_level(con, k, min_values)
+        _collapse_level(con, k, min_values, known_params=not whole)
     if levels:
-        changed = _save_templates(con, levels)
+        changed = _save_templates(con, levels, whole)
+        _save_params(con, levels, whole)
     else:  # no route has a segment to fold
         changed = 0
         con.execute("INSERT INTO routes SELECT route, route FROM logan_route_new")
+    alone = 0 if whole else int(meta(con, ROUTES_ALONE) or 0) + new
+    set_meta(con, ROUTES_ALONE, str(alone))
     con.execute("DROP VIEW logan_route_0")
-    for k in ["new", *levels, "final"]:
+    for k in ["new", *levels, *(f"wide_{k}" for k in levels), "final"]:
         con.execute(f"DROP TABLE IF EXISTS logan_route_{k}")
     return changed
+
+
+# Folds of the new routes alone (collapse_routes): past this many known routes, and until
+# the routes folded alone since the last whole fold reach this share of them.
+FOLD_WHOLE_UNDER = 100_000
+FOLD_WHOLE_SHARE = 0.1
+# logan_meta: how many routes were folded alone since the last whole fold.
+ROUTES_ALONE = "routes_folded_alone"
+
+
+def _fold_whole(con: duckdb.DuckDBPyConnection, new: int) -> bool:
+    """Whether to fold every route again with the `new` ones (see collapse_routes)."""
+    alone = meta(con, ROUTES_ALONE)
+    if alone is None:  # no whole fold by this logan yet: no parameters known
+        return True
+    known = con.execute("SELECT count(*) FROM routes").fetchone()[0]
+    return known < FOLD_WHOLE_UNDER or int(alone) + new >= FOLD_WHOLE_SHARE * known
 
 
 # logan_meta: the last ingest whose routes `routes` holds.
@@ -303,10 +334,12 @@ def _new_routes(con: duckdb.DuckDBPyConnection, since_ingest: int) -> None:
 REWRITE_ROUTES_AT = 100_000
 
 
-def _save_templates(con: duckdb.DuckDBPyConnection, levels: list[int]) -> int:
+def _save_templates(con: duckdb.DuckDBPyConnection, levels: list[int], whole: bool) -> int:
     """Each route's template, the chain of levels composed once (the first level's rows
     are the routes themselves, the later levels' few), into `routes`; how many routes got
-    a template other than the one they had (a new route had itself)."""
+    a template other than the one they had (a new route had itself). The new routes
+    folded alone are inserted, never written anew: the table's other routes are not in
+    the chain."""
     chain = " ".join(f"JOIN logan_route_{k} AS s{k} ON s{k}.cur = s{k - 1}.nxt" for k in levels[1:])
     con.execute(
         "CREATE OR REPLACE TEMP TABLE logan_route_final AS"
@@ -316,7 +349,7 @@ def _save_templates(con: duckdb.DuckDBPyConnection, levels: list[int]) -> int:
         "SELECT count(*) FILTER (WHERE template IS DISTINCT FROM coalesce(before, route)),"
         " count(*) FILTER (WHERE before IS NULL) FROM logan_route_final"
     ).fetchone()
-    if changed + new > REWRITE_ROUTES_AT:
+    if whole and changed + new > REWRITE_ROUTES_AT:
         con.execute("CREATE OR REPLACE TABLE routes AS SELECT route, template FROM logan_route_final")
         return changed
     if changed:
@@ -328,12 +361,23 @@ def _save_templates(con: duckdb.DuckDBPyConnection, levels: list[int]) -> int:
     return changed
 
 
-def _collapse_level(con: duckdb.DuckDBPyConnection, k: int, min_values: int) -> None:
+def _save_params(con: duckdb.DuckDBPyConnection, levels: list[int], whole: bool) -> None:
+    """`route_params`: what a whole fold found wide, or more of it, from a fold alone."""
+    if whole:
+        con.execute("DELETE FROM route_params")
+    for k in levels:
+        known = "" if whole else f" EXCEPT SELECT level, prefix, suffix FROM route_params WHERE level = {k}"
+        con.execute(f"INSERT INTO route_params SELECT {k}, prefix, suffix FROM logan_route_wide_{k}{known}")
+
+
+def _collapse_level(con: duckdb.DuckDBPyConnection, k: int, min_values: int, known_params: bool) -> None:
     """logan_route_{k} (cur, nxt; the first level also `before`): each distinct route of
     the level before (its `nxt`, or logan_route_0's routes) and what it becomes with
-    segment k a parameter where that is wide. k is 1-based over string_split(route, '/'):
-    1 is the vhost (or ''), 2 the first path segment, so collapsing starts at the second
-    path segment."""
+    segment k a parameter where that is wide; logan_route_wide_{k}: where that is
+    (with `known_params`, also where `route_params` says it was). k is 1-based over
+    string_split(route, '/'): 1 is the vhost (or ''), 2 the first path segment, so
+    collapsing starts at the second path segment. (A segment's position never changes: a
+    level makes one segment `{name}`.)"""
     # the first level carries each route's template as it was, to count what changed
     before = (
         "SELECT cur, before FROM logan_route_0"
@@ -341,33 +385,42 @@ def _collapse_level(con: duckdb.DuckDBPyConnection, k: int, min_values: int) -> 
         else f"SELECT DISTINCT nxt AS cur FROM logan_route_{k - 1}"
     )
     carried = "before, " if k == 3 else ""
+    # a table of its own: read by both of what follows
     con.execute(
         f"""
-        CREATE OR REPLACE TEMP TABLE logan_route_{k} AS
-        WITH routes_in AS ({before}),
-        -- materialized: read by both of what follows, it was computed twice
-        keyed AS MATERIALIZED (
-          SELECT cur, {carried}array_to_string(parts[1:{k - 1}], '/') AS prefix,
-            array_to_string(parts[{k + 1}:], '/') AS suffix, len(parts) > {k} AS more, parts[{k}] AS value,
-            -- a route too short to have segment k has none to fold (literal false, value NULL)
-            len(parts) >= {k} AND parts[{k}] <> '' AND parts[{k}] NOT LIKE '{{%'
-              AND NOT regexp_matches(parts[{k}], {sql_literal(_SCRIPT)}, 'i') AS literal
-          FROM (SELECT *, string_split(cur, '/') AS parts FROM routes_in)
-        ), wide AS (
-          -- many words between the same prefix and suffix, or a parameter found there
-          -- before (a later ingest brings new words); never past an API prefix (checked
-          -- once a prefix, not once a route)
-          SELECT prefix, suffix FROM keyed GROUP BY prefix, suffix
-          HAVING (count(DISTINCT value) FILTER (WHERE literal) >= ? OR bool_or(value = '{{name}}'))
-            AND NOT regexp_matches(prefix, {sql_literal(_API_PREFIX)}, 'i')
-        )
-        SELECT k.cur, {carried.replace("before", "k.before")}CASE WHEN k.literal AND w.prefix IS NOT NULL
-          THEN k.prefix || '/{{name}}' || CASE WHEN k.more THEN '/' || k.suffix ELSE '' END
-          ELSE k.cur END AS nxt
-        FROM keyed AS k LEFT JOIN wide AS w ON k.prefix = w.prefix AND k.suffix = w.suffix
+        CREATE OR REPLACE TEMP TABLE logan_route_keyed AS
+        SELECT cur, {carried}array_to_string(parts[1:{k - 1}], '/') AS prefix,
+          array_to_string(parts[{k + 1}:], '/') AS suffix, len(parts) > {k} AS more, parts[{k}] AS value,
+          -- a route too short to have segment k has none to fold (literal false, value NULL)
+          len(parts) >= {k} AND parts[{k}] <> '' AND parts[{k}] NOT LIKE '{{%'
+            AND NOT regexp_matches(parts[{k}], {sql_literal(_SCRIPT)}, 'i') AS literal
+        FROM (SELECT *, string_split(cur, '/') AS parts FROM ({before}))
+        """
+    )
+    known = f" UNION SELECT prefix, suffix FROM route_params WHERE level = {k}" if known_params else ""
+    con.execute(
+        f"""
+        CREATE OR REPLACE TEMP TABLE logan_route_wide_{k} AS
+        -- many words between the same prefix and suffix, or a parameter found there before
+        -- (a later ingest brings new words); never past an API prefix (checked once a
+        -- prefix, not once a route)
+        SELECT prefix, suffix FROM logan_route_keyed GROUP BY prefix, suffix
+        HAVING (count(DISTINCT value) FILTER (WHERE literal) >= ? OR bool_or(value = '{{name}}'))
+          AND NOT regexp_matches(prefix, {sql_literal(_API_PREFIX)}, 'i'){known}
         """,
         [min_values],
     )
+    con.execute(
+        f"""
+        CREATE OR REPLACE TEMP TABLE logan_route_{k} AS
+        SELECT k.cur, {carried.replace("before", "k.before")}CASE WHEN k.literal AND w.prefix IS NOT NULL
+          THEN k.prefix || '/{{name}}' || CASE WHEN k.more THEN '/' || k.suffix ELSE '' END
+          ELSE k.cur END AS nxt
+        FROM logan_route_keyed AS k
+        LEFT JOIN logan_route_wide_{k} AS w ON k.prefix = w.prefix AND k.suffix = w.suffix
+        """
+    )
+    con.execute("DROP TABLE logan_route_keyed")
 
 
 # --- Addresses ----------------------------------------------------------------------------
@@ -839,7 +892,7 @@ def reclassify(
     con.execute("DROP TABLE logan_classified")
     # every route is new: learn their templates again (the next fold starts from the first
     # ingest when this one does not finish)
-    con.execute("DELETE FROM logan_meta WHERE key = ?", [ROUTES_FOLDED])
+    con.execute("DELETE FROM logan_meta WHERE key IN (?, ?)", [ROUTES_FOLDED, ROUTES_ALONE])
     con.execute("DELETE FROM routes")
     fold_new_routes(con)
     return con.execute("SELECT count(*) FROM requests").fetchone()[0]
