@@ -352,7 +352,7 @@ def _save_templates(con: duckdb.DuckDBPyConnection, levels: list[int], whole: bo
     if whole and changed + new > REWRITE_ROUTES_AT:
         con.execute("CREATE OR REPLACE TABLE routes AS SELECT route, template FROM logan_route_final")
         return changed
-    if changed:
+    if changed and whole:  # folded alone, only new routes have a template: none to update
         con.execute(
             "UPDATE routes AS k SET template = m.template FROM logan_route_final AS m"
             " WHERE k.route = m.route AND m.template IS DISTINCT FROM m.before"
