@@ -118,10 +118,10 @@ class Store:
     def prune(self, before: datetime) -> Pruned:
         """Drop the requests that started before `before` (UTC), the events before it, the
         rejects of ingests none of whose requests are left (or, of an ingest that read no
-        request, that ran before `before`), and the routes no request is left on; the space is reused by what
-        is ingested next (DuckDB reuses the freed blocks after the checkpoint), so a store
-        pruned every night keeps a steady size. The file registry stays: a pruned file is
-        not read again."""
+        request, that ran before `before`), and the routes no request is left on; the
+        space is reused by what is ingested next (DuckDB reuses the freed blocks after the
+        checkpoint), so a store pruned every night keeps a steady size. The file registry
+        stays: a pruned file is not read again."""
         con = self.con
         con.execute("BEGIN")
         gone = con.execute(f"DELETE FROM {schema.REQUESTS_TABLE} WHERE ts_start < ?", [before]).fetchall()
@@ -151,8 +151,8 @@ class Store:
 
 def _drop_unused_routes(con: duckdb.DuckDBPyConnection) -> int:
     """Drop the learned route templates no request refers to any more: a site of hashed
-    paths brings new routes every day, and `routes` would grow for ever (so would every
-    ingest's fold of them). The templates left stay as they were learned."""
+    paths brings new routes every day, and `routes` would grow for ever (and with it the
+    folds that read every route). The templates left stay as they were learned."""
     return con.execute(
         "DELETE FROM routes AS t WHERE NOT EXISTS"
         f" (SELECT 1 FROM {schema.REQUESTS_TABLE} AS r WHERE r.route = t.route)"
