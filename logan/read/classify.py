@@ -245,7 +245,8 @@ def collapse_routes(
         # `min_values`), so no template can change. A re-run of known routes: 30 ms less.
         con.execute("DROP TABLE logan_route_new")
         return 0
-    whole = _fold_whole(con, new)
+    alone = int(meta(con, ROUTES_ALONE) or -1)  # -1: no whole fold by this logan yet
+    whole = _fold_whole(con, alone, new)
     # Every route, those known with their template and the new ones with none yet (the
     # table is written once, at the end: 5 M new routes of a log of hashed paths cost
     # 1.5 s to insert before being written anew); or the new ones alone.
@@ -269,11 +270,10 @@ def collapse_routes(
     else:  # no route has a segment to fold
         changed = 0
         con.execute("INSERT INTO routes SELECT route, route FROM logan_route_new")
-    alone = 0 if whole else int(meta(con, ROUTES_ALONE) or 0) + new
-    set_meta(con, ROUTES_ALONE, str(alone))
+    set_meta(con, ROUTES_ALONE, str(0 if whole else alone + new))
     con.execute("DROP VIEW logan_route_0")
-    for k in ["new", *levels, *(f"wide_{k}" for k in levels), "final"]:
-        con.execute(f"DROP TABLE IF EXISTS logan_route_{k}")
+    for name in ["new", *levels, *(f"wide_{level}" for level in levels), "final"]:
+        con.execute(f"DROP TABLE IF EXISTS logan_route_{name}")
     return changed
 
 
@@ -285,13 +285,13 @@ FOLD_WHOLE_SHARE = 0.1
 ROUTES_ALONE = "routes_folded_alone"
 
 
-def _fold_whole(con: duckdb.DuckDBPyConnection, new: int) -> bool:
-    """Whether to fold every route again with the `new` ones (see collapse_routes)."""
-    alone = meta(con, ROUTES_ALONE)
-    if alone is None:  # no whole fold by this logan yet: no parameters known
+def _fold_whole(con: duckdb.DuckDBPyConnection, alone: int, new: int) -> bool:
+    """Whether to fold every route again with the `new` ones, `alone` routes having been
+    folded alone since the last whole fold (-1: none yet, no parameters known)."""
+    if alone < 0:
         return True
     known = con.execute("SELECT count(*) FROM routes").fetchone()[0]
-    return known < FOLD_WHOLE_UNDER or int(alone) + new >= FOLD_WHOLE_SHARE * known
+    return known < FOLD_WHOLE_UNDER or alone + new >= FOLD_WHOLE_SHARE * known
 
 
 # logan_meta: the last ingest whose routes `routes` holds.

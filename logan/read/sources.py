@@ -430,7 +430,7 @@ def _fill(fh: io.BufferedIOBase, rest: bytes, block_size: int) -> tuple[bytearra
 
 def _at_most_left(fh: io.BufferedIOBase, size: int) -> int:
     """`size`, or less when a plain file has fewer bytes left (one more, to see its end):
-    the 10 MB a re-run reads went into a new 64 MB buffer, 40 ms of page faults and zeroing.
+    the 10 MB a re-run reads went into a new 64 MB buffer, 30 ms of page faults and zeroing.
     A file that grows meanwhile is read on in the next block."""
     try:
         st = os.fstat(fh.fileno())
