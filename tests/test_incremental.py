@@ -97,6 +97,31 @@ def test_a_rerun_of_unchanged_files_adds_nothing_and_no_ingest(tmp_path):
     assert r.returncode == 0 and "nothing new since line 300" in " ".join(r.stderr.split())
 
 
+def row_groups(db: Path) -> list[int]:
+    """The stored row groups of the requests table, their row counts in order."""
+    st = logan.open(db, read_only=True)
+    try:
+        return [n for (n,) in st.con.execute(
+            "SELECT max(count) FROM pragma_storage_info('requests_data') GROUP BY row_group_id ORDER BY row_group_id"
+        ).fetchall()]  # fmt: skip
+    finally:
+        st.close()
+
+
+def test_a_rerun_writes_its_rows_without_rewriting_those_before(tmp_path):
+    # DuckDB's checkpoint would merge the 1,000 rows of the first run with the 3,000 new
+    # ones into one row group, reading back and writing again what the store held.
+    log, db = tmp_path / "access.log", tmp_path / "s.duckdb"
+    log.write_text("".join(line(n) for n in range(1000)))
+    run([log], db)
+    assert row_groups(db) == [1000]
+    with log.open("a") as fh:
+        fh.write("".join(line(n) for n in range(1000, 4000)))
+    run([log], db)
+    assert row_groups(db) == [1000, 3000]
+    assert numbers(db) == list(range(4000))
+
+
 def unfolded_routes(db: Path) -> int:
     """Routes of stored rows that `routes` (the learned templates) does not hold."""
     st = logan.open(db, read_only=True)
