@@ -101,9 +101,11 @@ def row_groups(db: Path) -> list[int]:
     """The stored row groups of the requests table, their row counts in order."""
     st = logan.open(db, read_only=True)
     try:
-        return [n for (n,) in st.con.execute(
-            "SELECT max(count) FROM pragma_storage_info('requests_data') GROUP BY row_group_id ORDER BY row_group_id"
-        ).fetchall()]  # fmt: skip
+        got = st.con.execute(
+            "SELECT max(count) FROM pragma_storage_info('requests_data')"
+            " GROUP BY row_group_id ORDER BY row_group_id"
+        ).fetchall()
+        return [n for (n,) in got]
     finally:
         st.close()
 
