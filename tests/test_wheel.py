@@ -159,15 +159,19 @@ def test_installed_ingest_and_sql(installed):
 
 
 def test_installed_wheel_has_the_c_split_when_a_compiler_is_here(installed):
-    """With a C compiler at build time the wheel carries logan/read/_split (setup.py); the
-    installed logan then reads with it."""
+    """With a C compiler at build time the wheel carries logan/read/_split and _route
+    (setup.py); the installed logan then reads and templates routes with them."""
     if not shutil.which("cc") and not shutil.which("gcc"):
         pytest.skip("no C compiler: the wheel is built without the C split")
     names = zipfile.ZipFile(installed["wheel"]).namelist()
-    assert any(n.startswith("logan/read/_split") and n.endswith(".so") for n in names), names
-    probe = "import logan.read.native as n; print(n.available())"
+    for part in ("logan/read/_split", "logan/read/_route"):
+        assert any(n.startswith(part) and n.endswith(".so") for n in names), names
+    probe = (
+        "import duckdb, logan.read.native as n, logan.read.classify as c;"
+        " print(n.available(), c.register_route_template(duckdb.connect()))"
+    )
     r = run([str(installed["py"]), "-c", probe], cwd=installed["cwd"])
-    assert r.stdout.strip() == "True", r.stderr
+    assert r.stdout.strip() == "True True", r.stderr
 
 
 def test_installed_report_finds_its_template(installed):

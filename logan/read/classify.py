@@ -27,6 +27,7 @@ Profiles
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import re
 import tomllib
@@ -125,11 +126,13 @@ _SLUG = r"[a-z0-9]+(?:-[a-z0-9.]+){2,}"
 # Static content: one endpoint per directory and extension. Dynamic extensions (php, asp,
 # json...) are deliberately absent: their file names *are* the endpoints.
 STATIC_EXTENSIONS = (
-    "png|jpe?g|gif|svg|ico|webp|bmp|tiff?|avif|css|js|mjs|map|woff2?|ttf|otf|eot|"
-    "html?|xhtml|txt|md|pdf|ps|zip|gz|tgz|bz2|xz|tar|jar|war|rpm|deb|iso|dmg|exe|msi|"
-    "mp3|mp4|m4a|ogg|ogv|webm|avi|mov|flv|wav|swf|doc|xls|ppt|docx|xlsx|pptx|csv|odt"
-)
-_STATIC = r".+\.(" + STATIC_EXTENSIONS + r")"
+    "png", "jpg", "jpeg", "gif", "svg", "ico", "webp", "bmp", "tif", "tiff", "avif", "css", "js", "mjs",
+    "map", "woff", "woff2", "ttf", "otf", "eot", "htm", "html", "xhtml", "txt", "md", "pdf", "ps", "zip",
+    "gz", "tgz", "bz2", "xz", "tar", "jar", "war", "rpm", "deb", "iso", "dmg", "exe", "msi", "mp3", "mp4",
+    "m4a", "ogg", "ogv", "webm", "avi", "mov", "flv", "wav", "swf", "doc", "xls", "ppt", "docx", "xlsx",
+    "pptx", "csv", "odt",
+)  # fmt: skip
+_STATIC = r".+\.(" + "|".join(STATIC_EXTENSIONS) + r")"
 # API prefixes the indirector reaches past, so the indirector names a resource type.
 _INDIRECTOR = r"^/((?:(?:api|rest|v\d+(?:\.\d+)?)/)*[^/]*)"
 
@@ -182,6 +185,44 @@ def route_template_sql(path: str = "path") -> str:
     )
     not_a_path = f"CASE WHEN {path} = '*' THEN '*' WHEN {path} IS NULL THEN NULL ELSE '{{other}}' END"
     return f"coalesce(array_to_string({segments}, '/'), {not_a_path})"
+
+
+# The same template computed in C (logan/read/_route.c) as a function on a connection: the
+# class cache's fill of a log whose paths are all new ran the SQL's regexes on every path.
+ROUTE_FUNCTION = "logan_route_template"
+
+
+def register_route_template(con: duckdb.DuckDBPyConnection) -> bool:
+    """Make the C route template the SQL function ROUTE_FUNCTION of `con`; whether it is
+    there (not without the compiled extension: route_template_sql() then serves)."""
+    try:
+        from logan.read import _route
+    except ImportError:
+        return False
+    from duckdb.sqltypes import VARCHAR
+
+    _route.set_extensions(STATIC_EXTENSIONS)
+    with contextlib.suppress(duckdb.NotImplementedException):  # made before on this connection
+        con.create_function(ROUTE_FUNCTION, _route_templates, [VARCHAR], VARCHAR, type="arrow")
+    return True
+
+
+def _route_templates(paths):  # noqa: ANN001, ANN202 (pyarrow is imported by the ingest, not here)
+    """ROUTE_FUNCTION's body: DuckDB hands a chunk of paths as a pyarrow ChunkedArray of
+    strings (NULLs never: their template is NULL, DuckDB's default)."""
+    import pyarrow as pa
+
+    from logan.read import _route
+
+    out = []
+    for chunk in paths.chunks:
+        if chunk.type != pa.string():
+            chunk = chunk.cast(pa.string())
+        validity, offsets, data = chunk.buffers()
+        made = _route.templates(offsets, data or b"", chunk.offset, len(chunk))
+        buffers = [validity, *map(pa.py_buffer, made)]
+        out.append(pa.Array.from_buffers(pa.string(), len(chunk), buffers, chunk.null_count, chunk.offset))
+    return pa.chunked_array(out, pa.string())
 
 
 def _generic_exprs(template: str | None = None) -> dict[str, str]:
@@ -788,6 +829,7 @@ class ClassCache:
     table: str
     profile: str
     rules: Rules
+    native: bool = False  # the route template by ROUTE_FUNCTION (register_route_template)
 
     def keys(self) -> dict[str, str]:
         """Key column -> its SQL over a row (path, vhost, the columns rules read...)."""
@@ -831,9 +873,10 @@ class ClassCache:
         # the generic template, in a layer of its own: outside the CASEs that read it (a
         # Puppet path has none: NULL, for nothing)
         path = "CASE WHEN __pp.ind = '' THEN path END" if puppet else "path"
+        template = f"{ROUTE_FUNCTION}({path})" if self.native else route_template_sql(path)
         return (
             f"INSERT INTO {self.table} SELECT {', '.join(keys)}, {answers} FROM ("
-            f"SELECT *, {route_template_sql(path)} AS __tmpl FROM ({parsed}))"
+            f"SELECT *, {template} AS __tmpl FROM ({parsed}))"
         )
 
 

@@ -32,6 +32,7 @@ from logan.read.classify import (
     fold_new_routes,
     key_columns,
     load_rules,
+    register_route_template,
 )
 from logan.read.compile import CompiledFormat, compile_format
 from logan.read.dialects import get_dialect, resolve_format
@@ -505,11 +506,12 @@ def _resolve_profile(profile: str, st: Store, batch: Batch, cf: CompiledFormat, 
 
 
 def _classification(
-    profile: str, rules: object | None, trusted: Sequence[str], cache: str
+    profile: str, rules: object | None, trusted: Sequence[str], cache: str, native: bool = False
 ) -> rows.Classifier:
     """The profile bound to its rules; its answers cached in the table `cache` across the
     batches of a source, unless requesters are classified too (trusted proxies, groups:
-    then each batch is classified whole)."""
+    then each batch is classified whole). `native`: the cache's route templates by the C
+    function (register_route_template)."""
     if profile == "none":
         return None
     bound = load_rules(rules) if rules is not None else Rules()  # type: ignore[arg-type]
@@ -518,7 +520,7 @@ def _classification(
         return rows.Classification(
             lambda rel, keyed=None: classified_sql(rel, profile, bound, trusted, keyed), keys
         )
-    cached = ClassCache(cache, profile, bound)
+    cached = ClassCache(cache, profile, bound, native)
     return rows.Classification(
         lambda rel, keyed=None: classified_sql(rel, profile, bound, trusted, keyed, cache if keyed else None),
         keys,
@@ -546,7 +548,8 @@ def _classes_for(
     source read with it."""
     if profile not in shared:
         table = f"__classes_{ingest_id}"
-        classes = shared[profile] = _Classes(_classification(profile, rules, trusted, table), table)
+        native = register_route_template(st.con)
+        classes = shared[profile] = _Classes(_classification(profile, rules, trusted, table, native), table)
         if classes.classification is not None and classes.classification.setup is not None:
             st.con.execute(classes.classification.setup)
     return shared[profile]
