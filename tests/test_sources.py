@@ -393,8 +393,8 @@ def test_short_reads_lose_no_byte(step):
 def test_batches_come_in_whole_row_groups(monkeypatch, block_size):
     # Every batch but the last holds a multiple of the row group (a block of 23 lines
     # hands out 20 and holds 3 back), lines held back come first in the next batch (short
-    # ones inline in their view, long ones pointing into the older block), and nothing is
-    # lost, reordered or renumbered.
+    # ones inline in their view, long ones in a copy of them), and nothing is lost,
+    # reordered or renumbered.
     monkeypatch.setattr(sources, "ROW_GROUP", 10)
     lines = [("x" * (i % 17)).encode() + b"-%d" % i for i in range(1, 98)]
     data = b"\r\n".join(lines) + b"\n"
@@ -424,6 +424,23 @@ def test_blocks_of_many_short_lines_are_read_smaller(monkeypatch):
         ln.decode() for ln in lines[::99_999]
     ]
     assert sum(b.nbytes for b in got) == len(data)
+
+
+def test_lines_held_back_are_copied_out_of_their_block(monkeypatch):
+    # A batch points into its own block and a copy of the lines held back from the block
+    # before (under a row group), never into that block, which is free once its batch is.
+    monkeypatch.setattr(sources, "ROW_GROUP", 10)
+    lines = [b"%099d" % i for i in range(1, 301)]  # 100 bytes a line and its newline
+    data = b"\n".join(lines) + b"\n"
+    got = list(sources._blocks(io.BytesIO(data), 1_500))  # 15 lines: one row group and a half
+    sizes = [b.lines for b in got]
+    assert sizes[:3] == [10, 20, 10] and sum(sizes) == 300, sizes
+    assert [t for b in got for t in b.table.column("line").to_pylist()] == [ln.decode() for ln in lines]
+    assert [n for b in got for n in b.table.column("line_no").to_pylist()] == list(range(1, 301))
+    assert sum(b.nbytes for b in got) == len(data)
+    for b in got:  # the data a batch points into: its block, and a copy of under a row group
+        held = sorted(buf.size for buf in b.table.column("line").chunk(0).buffers()[2:])[:-1]
+        assert all(size < 10 * 100 for size in held), held
 
 
 def test_a_small_file_is_read_into_a_buffer_its_size(tmp_path, monkeypatch):

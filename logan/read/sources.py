@@ -285,17 +285,34 @@ def _joined(held: np.ndarray, held_bufs: list, views: np.ndarray, block: object)
     return np.concatenate([held, views]), [*held_bufs, block]
 
 
-def _hold_back(views: np.ndarray, bufs: list) -> tuple[np.ndarray, np.ndarray, list]:
-    """(lines to hand out now, in whole row groups; lines held back, with the buffers they
-    point into, renumbered)."""
+def _hold_back(
+    views: np.ndarray, block: bytes | memoryview, before: int
+) -> tuple[np.ndarray, np.ndarray, list]:
+    """(lines to hand out now, in whole row groups; lines held back, with the buffer they
+    point into). `views`: the `before` lines held from earlier blocks, then `block`'s.
+
+    The lines held are the block's last ones (fewer than a row group, and a batch of a row
+    group or more hands out every line held before), copied out of it: pointing into the
+    block, they kept its buffer through the next batch, a third block in memory beside the
+    next batch's and the one being read (the 1 GB realistic log: 752 and 767 MB of peak RSS
+    against 819 and 788)."""
     keep = len(views) - len(views) % ROW_GROUP
     if keep in (0, len(views)):
         return views, np.zeros(0, _VIEW), []
-    held = views[keep:].copy()
-    long = held["len"] > _INLINE
-    used = np.unique(held["buf"][long])
-    held["buf"][long] = np.searchsorted(used, held["buf"][long])
-    return views[:keep], held, [bufs[i] for i in used]
+    tail = bytes(block[_line_start(block, views[before:], keep - before) :])
+    return views[:keep], _line_views(tail), [tail]
+
+
+def _line_start(block: bytes | memoryview, views: np.ndarray, k: int) -> int:
+    """Where line `k` of `block` starts (`views`: its lines'): the offset of the first line
+    from k on that is not inline, then back over the newlines of those before it."""
+    text = block.obj if isinstance(block, memoryview) else block  # a prefix of it: same offsets
+    long = np.flatnonzero(views["len"][k:] > _INLINE)
+    j = k + int(long[0]) if len(long) else len(views)
+    pos = int(views["off"][j]) if len(long) else len(block)  # the block ends with a newline
+    for _ in range(j - k):
+        pos = text.rfind(b"\n", 0, pos - 1) + 1
+    return pos
 
 
 def _to_utf8(block: memoryview, ascii: bool) -> tuple[bytes | memoryview, int]:
@@ -496,9 +513,10 @@ def _blocks(fh: io.BufferedIOBase, block_size: int, start: Start = Start()) -> I
         block, bad = _to_utf8(memoryview(buf)[:cut], ascii=buf.isascii())
         read = _line_views(block)
         size = _next_size(size, len(read))
+        before = len(held)
         views, bufs = _joined(held, held_bufs, read, block)
         if not eof:
-            views, held, held_bufs = _hold_back(views, bufs)
+            views, held, held_bufs = _hold_back(views, block, before)
         n = len(views)
         first = line_no + 1
         line_no += n
