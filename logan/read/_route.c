@@ -1,7 +1,8 @@
 /* Route templates in C: what logan/read/classify.py's route_template_sql() gives, for the
  * ingest's class cache. The SQL stays the reference (and Spark's way); this is its answer
- * computed byte by byte, 1.46 us a path in SQL against about 0.1 here, which on a log where
- * every path is new (hashed file names) was a third of the ingest.
+ * computed byte by byte: a million hashed paths in 0.15 s against 0.66 s (two threads, the
+ * hand-over to Python and back included), and on a log where every path is new the class
+ * cache's fill of a batch in 0.25 s instead of 0.43 s.
  *
  * A path that starts with '/' is cut at every '/', each segment goes through the rules
  * below in their order, and the pieces are joined again; "*" stays "*", any other text is

@@ -199,11 +199,9 @@ def register_route_template(con: duckdb.DuckDBPyConnection) -> bool:
         from logan.read import _route
     except ImportError:
         return False
-    from duckdb.sqltypes import VARCHAR
-
     _route.set_extensions(STATIC_EXTENSIONS)
     with contextlib.suppress(duckdb.NotImplementedException):  # made before on this connection
-        con.create_function(ROUTE_FUNCTION, _route_templates, [VARCHAR], VARCHAR, type="arrow")
+        con.create_function(ROUTE_FUNCTION, _route_templates, ["VARCHAR"], "VARCHAR", type="arrow")
     return True
 
 
