@@ -110,18 +110,32 @@ def row_groups(db: Path) -> list[int]:
         st.close()
 
 
-def test_a_rerun_writes_its_rows_without_rewriting_those_before(tmp_path):
-    # DuckDB's checkpoint would merge the 1,000 rows of the first run with the 3,000 new
+def test_a_rerun_of_many_lines_writes_them_without_rewriting_those_before(tmp_path):
+    # DuckDB's checkpoint would merge the 1,000 rows of the first run with the 40,000 new
     # ones into one row group, reading back and writing again what the store held.
     log, db = tmp_path / "access.log", tmp_path / "s.duckdb"
     log.write_text("".join(line(n) for n in range(1000)))
     run([log], db)
     assert row_groups(db) == [1000]
     with log.open("a") as fh:
-        fh.write("".join(line(n) for n in range(1000, 4000)))
+        fh.write("".join(line(n) for n in range(1000, 41_000)))
     run([log], db)
-    assert row_groups(db) == [1000, 3000]
-    assert numbers(db) == list(range(4000))
+    assert row_groups(db) == [1000, 40_000]
+    assert numbers(db) == list(range(41_000))
+
+
+def test_reruns_of_a_few_lines_do_not_add_a_row_group_each(tmp_path):
+    # A --follow round, or a cron every few minutes, brings a few lines: those DuckDB still
+    # merges, so a store fed that way does not end up in thousands of tiny row groups.
+    log, db = tmp_path / "access.log", tmp_path / "s.duckdb"
+    log.write_text("".join(line(n) for n in range(1000)))
+    run([log], db)
+    for k in range(5):
+        with log.open("a") as fh:
+            fh.write("".join(line(n) for n in range(1000 + 100 * k, 1100 + 100 * k)))
+        run([log], db)
+    assert row_groups(db) == [1500]
+    assert numbers(db) == list(range(1500))
 
 
 def unfolded_routes(db: Path) -> int:

@@ -36,7 +36,17 @@ from logan.read.classify import (
 )
 from logan.read.compile import CompiledFormat, compile_format
 from logan.read.dialects import get_dialect, resolve_format
-from logan.read.sources import DEFAULT_BLOCK, Batch, Prepare, Source, Start, expand, read_batches, scan_rows
+from logan.read.sources import (
+    DEFAULT_BLOCK,
+    ROW_GROUP,
+    Batch,
+    Prepare,
+    Source,
+    Start,
+    expand,
+    read_batches,
+    scan_rows,
+)
 from logan.store import Store, filter_pushdown, open_store, stored_columns
 
 # DuckDB's memory during an ingest into a file: enough for a block's batch in flight (the
@@ -46,6 +56,13 @@ INGEST_MEMORY_MB = 256
 # A batch that does not fit (hundreds of thousands of distinct request lines, each joined
 # to its classes: a log of hashed file names) runs again with twice the limit, up to this.
 INGEST_MEMORY_MAX_MB = 2048
+# A checkpoint merges the table's last row group, when partly full, with the new rows behind
+# it (DuckDB's vacuum): a re-run's 40,000 lines rewrote the 28,000 rows the run before left
+# as well, 133 ms against 57, and 95,000 lines 0.72 s against 0.13. A batch of this many lines
+# or more turns that off for the ingest: its rows stay row groups of their own. Fewer (a
+# --follow round's, a cron's every few minutes) are left to DuckDB, which merges small row
+# groups together instead of adding one a round.
+OWN_ROW_GROUP = ROW_GROUP // 4
 
 
 @dataclass
@@ -178,11 +195,6 @@ def ingest(
         # DuckDB rewrites its metadata blocks in place at a checkpoint, and a run killed in
         # that write leaves a file DuckDB refuses (docs/store.md). Fewer checkpoints, fewer
         # such moments.
-        # A checkpoint merges the table's last row group, when partly full, with the new
-        # rows behind it (DuckDB's vacuum): a re-run's 40,000 lines then rewrote the 28,000
-        # rows the last run left as well, 133 ms against 57, and 95,000 lines 0.72 s
-        # against 0.13. Each run's last rows stay a row group of their own instead.
-        st.con.execute("SET max_vacuum_tasks = 0")
     keep = None if columns is None else frozenset(columns)
     shared: dict[str, _Classes] = {}  # by profile
     try:
@@ -311,6 +323,8 @@ def _ingest_source(
                 prepare.start(functools.partial(native.read_batch, cursor, cf, plan) if plan else None)
             assert out is not None and classes is not None
             _empty_cache_when_useless(st.con, classes)
+            if batch.lines >= OWN_ROW_GROUP and st.path != ":memory:":
+                st.con.execute("SET max_vacuum_tasks = 0")
             reasons = _within_memory(st, functools.partial(_ingest_batch, st, reading, batch, out))
             classes.last_lines = batch.lines
             for k, v in reasons.items():
