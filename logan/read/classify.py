@@ -190,16 +190,19 @@ def route_template_sql(path: str = "path") -> str:
 # The same template computed in C (logan/read/_route.c) as a function on a connection: the
 # class cache's fill of a log whose paths are all new ran the SQL's regexes on every path.
 ROUTE_FUNCTION = "logan_route_template"
+try:
+    from logan.read import _route
+
+    _route.set_extensions(STATIC_EXTENSIONS)
+except ImportError:  # built without a C compiler: route_template_sql() serves
+    _route = None
 
 
 def register_route_template(con: duckdb.DuckDBPyConnection) -> bool:
     """Make the C route template the SQL function ROUTE_FUNCTION of `con`; whether it is
     there (not without the compiled extension: route_template_sql() then serves)."""
-    try:
-        from logan.read import _route
-    except ImportError:
+    if _route is None:
         return False
-    _route.set_extensions(STATIC_EXTENSIONS)
     with contextlib.suppress(duckdb.NotImplementedException):  # made before on this connection
         con.create_function(ROUTE_FUNCTION, _route_templates, ["VARCHAR"], "VARCHAR", type="arrow")
     return True
@@ -209,8 +212,6 @@ def _route_templates(paths):  # noqa: ANN001, ANN202 (pyarrow is imported by the
     """ROUTE_FUNCTION's body: DuckDB hands a chunk of paths as a pyarrow ChunkedArray of
     strings (NULLs never: their template is NULL, DuckDB's default)."""
     import pyarrow as pa
-
-    from logan.read import _route
 
     out = []
     for chunk in paths.chunks:
