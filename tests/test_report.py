@@ -347,13 +347,23 @@ class Proxy:
                 conn, _ = self.sock.accept()
             except OSError:
                 return
-            with conn:
-                conn.settimeout(5)
-                try:
-                    target = conn.recv(4096).split(b"\r\n")[0].split(b" ")[1].decode()
-                except (OSError, IndexError):
-                    target = "?"
-            self.hosts.append(re.sub(r"^\w+://", "", target).split("/")[0].split(":")[0])
+            # each on its own: a connection Chromium opens ahead may wait unused
+            threading.Thread(target=self._note, args=(conn,), daemon=True).start()
+
+    def _note(self, conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(5)
+            try:
+                data = conn.recv(4096)
+            except OSError:
+                data = b""
+            if not data:  # opened ahead and closed, or left, unused: no request
+                return
+            try:
+                target = data.split(b"\r\n")[0].split(b" ")[1].decode()
+            except (IndexError, UnicodeDecodeError):
+                target = "?"
+        self.hosts.append(re.sub(r"^\w+://", "", target).split("/")[0].split(":")[0])
 
     def close(self) -> None:
         self.sock.close()
