@@ -112,6 +112,8 @@ def test_the_class_cache_is_emptied_when_full_and_answers_alike(tmp_path, monkey
 def test_the_class_cache_is_emptied_when_keys_never_repeat(tmp_path, monkeypatch):
     log = tmp_path / "thumbs.log"
     unique_paths_log(log, 20_000)  # nine lines in ten bring a new key
+    # through the cache, as a batch whose keys are half its lines or fewer is
+    monkeypatch.setattr(ingest, "_classify_direct", lambda *a: False)
     sizes = watch_cache(monkeypatch)
     s, got = read(tmp_path, log, "unique")
     assert s.rows == 20_000
@@ -119,6 +121,75 @@ def test_the_class_cache_is_emptied_when_keys_never_repeat(tmp_path, monkeypatch
     monkeypatch.setattr(ingest, "_empty_cache_when_useless", lambda *a: None)  # never emptied
     _, kept = read(tmp_path, log, "kept")
     assert got == kept
+
+
+def watch_direct(monkeypatch) -> list[bool]:
+    """Whether each batch was classified past the class cache."""
+    taken: list[bool] = []
+    real = ingest._classify_direct
+
+    def watching(*a):
+        taken.append(real(*a))
+        return taken[-1]
+
+    monkeypatch.setattr(ingest, "_classify_direct", watching)
+    return taken
+
+
+def puppet_nodes_log(path, lines: int) -> None:
+    """Puppet agents asking for their catalogs, a node of its own per line but one in four."""
+    path.write_text(
+        "".join(
+            f"10.1.{i % 200}.{i % 9} - - [29/Mar/2026:01:{i // 600 % 60:02d}:{i // 10 % 60:02d} +0000] "
+            f'"POST /puppet/v3/catalog/node{i if i % 4 else 7}.example.com?environment=prod{i % 3} HTTP/1.1" '
+            f'200 {i % 7000} {i % 4000} "-" "Puppet/8.4.0 Ruby/3.2.2-p53 (x86_64-linux)"\n'
+            for i in range(lines)
+        )
+    )
+
+
+@pytest.mark.parametrize("make, profile", [(unique_paths_log, "generic"), (puppet_nodes_log, "puppet")])
+def test_a_batch_of_mostly_new_keys_is_classified_past_the_cache_alike(tmp_path, monkeypatch, make, profile):
+    log = tmp_path / "new_keys.log"
+    make(log, 20_000)  # three keys in four, or nine in ten, new
+    fmt = FORMAT if make is unique_paths_log else "combined_D"
+    dialect = "nginx" if make is unique_paths_log else "apache"
+    taken = watch_direct(monkeypatch)
+    filled: list[int] = []  # the keys in the cache after each batch
+    real = ingest._ingest_batch
+
+    def batch(st, r, *a):
+        said = real(st, r, *a)
+        filled.append(st.con.execute(f"SELECT count(*) FROM {r.classes.table}").fetchall()[0][0])
+        return said
+
+    monkeypatch.setattr(ingest, "_ingest_batch", batch)
+
+    def stored(name: str) -> list[tuple]:
+        db = tmp_path / f"{name}.duckdb"
+        s = ingest.ingest([str(log)], store=str(db), format=fmt, dialect=dialect, block_size=1 << 20)
+        assert s.profile == profile and s.rows == 20_000
+        got = s.store.con.execute(f"SELECT {CLASS_COLUMNS} FROM requests ORDER BY line_no").fetchall()
+        s.store.con.close()
+        return got
+
+    direct = stored("direct")
+    assert len(taken) >= 3 and all(taken), taken
+    assert set(filled) == {0}  # the cache never filled
+    filled.clear()
+    monkeypatch.setattr(ingest, "_classify_direct", lambda *a: False)
+    cached = stored("cached")
+    assert min(filled) > 0  # this time through the cache
+    assert direct == cached
+    assert all(r[2] and r[3] and r[4] for r in direct)  # a route, indirector and resource each
+
+
+def test_a_batch_of_repeated_keys_is_classified_through_the_cache(tmp_path, monkeypatch):
+    log = tmp_path / "repeats.log"
+    repeated_paths_log(log, 24_000, repeat=3)  # keys a third of each batch's lines
+    taken = watch_direct(monkeypatch)
+    s, _ = read(tmp_path, log, "repeats")
+    assert s.rows == 24_000 and len(taken) >= 3 and not any(taken)
 
 
 def test_the_files_of_one_ingest_share_the_class_cache(tmp_path, monkeypatch):

@@ -49,6 +49,8 @@ CLASSIFIED = ("environment", "indirector", "resource", "route", "requester", "re
 # cannot be passed through sql_literal).
 RULE_FIELDS = ("path", "query", "vhost", "method", "request", "user_agent", "client")
 RULE_TARGETS = ("environment", "indirector", "resource", "route")
+# What classification answers for a key: the targets, an agent's name and its group's index.
+ANSWERS = (*RULE_TARGETS, "__node", "__gn")
 
 
 # The project's one quoting helper (standard SQL: only ' is special, no backslash escapes).
@@ -731,7 +733,8 @@ def classified_sql(
     rules: Rules | str | Path | None = None,
     trusted_proxies: Sequence[str] = (),
     keyed: tuple[str, list[str], list[str]] | None = None,
-    cache: str | None = None,
+    cache: ClassCache | None = None,
+    direct: bool = False,
 ) -> str:
     """SELECT every column of `relation` (a subquery without classification columns) plus
     the six classification columns, equal to classification_exprs row by row.
@@ -748,13 +751,16 @@ def classified_sql(
     `columns`, and `relation` is not materialized (without trusted proxies and groups);
     the `carried` columns (functions of `columns` alone) come from the key's row too.
 
-    `cache` (with `keyed`): the table of a ClassCache, filled with the classification of
-    every key of `keyed` (ClassCache.fill_sql): the answers are looked up there instead of
-    computed, so a key seen in an earlier batch costs a join, not the regexes.
+    `cache` (with `keyed`): a ClassCache whose table holds the classification of every
+    key of `keyed` (ClassCache.fill_sql): the answers are looked up there instead of
+    computed, so a key seen in an earlier batch costs a join, not the regexes. `direct`:
+    the keys are classified here as the cache's fill would, and the table is neither read
+    nor filled, for a batch whose keys are mostly its own (a log of hashed file names),
+    where filling the table and joining on its text keys cost more than the answers.
     """
     rules = load_rules(rules) if rules is not None else Rules()
     what = _what(profile, rules, _QUERY_ENV)
-    w_cols = ", ".join(f"{what[c]} AS {c}" for c in (*RULE_TARGETS, "__node", "__gn"))
+    w_cols = ", ".join(f"{what[c]} AS {c}" for c in ANSWERS)
     addr, by_addr, a_cte, a_join = _per_client(rules, trusted_proxies)
     if keyed is not None and not a_cte:
         # The answers per key from the keys' own relation, joined back: `relation` is read
@@ -777,13 +783,15 @@ def classified_sql(
     )
     w_all = ", ".join([*keys, *carried])
     w_from = f"({w_src})"
-    if cache is not None and keyed is not None and not a_cte:
-        cached = ClassCache(cache, profile, rules)
+    if cache is not None and keyed is not None and not a_cte and direct:
+        w_cols = ", ".join(ANSWERS)
+        w_from = f"({cache.answers_sql(w_src)})"
+    elif cache is not None and keyed is not None and not a_cte:
         w_all = ", ".join(f"__k.{c}" for c in [*keys, *carried])
-        w_cols = ", ".join(f"__c.{c}" for c in (*RULE_TARGETS, "__node", "__gn"))
+        w_cols = ", ".join(f"__c.{c}" for c in ANSWERS)
         w_from = (
-            f"(SELECT *, {cached.key_select()} FROM ({w_src})) AS __k "
-            f"LEFT JOIN {cache} AS __c ON {cached.on('__k', '__c')}"
+            f"(SELECT *, {cache.key_select()} FROM ({w_src})) AS __k "
+            f"LEFT JOIN {cache.table} AS __c ON {cache.on('__k', '__c')}"
         )
     return f"""
 WITH {cte}__w AS (SELECT {w_all}, {w_cols} FROM {w_from}){a_cte}
@@ -856,9 +864,6 @@ class ClassCache:
         qenv = "__key_env" if "__key_env" in keys else _QUERY_ENV
         # the profile's expressions read the key columns by their own names
         named = ", ".join(f"{name} AS {name.removeprefix('__key_')}" for name in keys if name != "__key_env")
-        puppet = self.profile == "puppet"  # its path parsed once, in a layer of its own
-        what = _what(self.profile, self.rules, qenv, "__pp" if puppet else None, "__tmpl")
-        answers = ", ".join(f"{what[c]} AS {c}" for c in (*RULE_TARGETS, "__node", "__gn"))
         # the keys the table lacks, then each once: most of a batch's keys are known, and
         # the DISTINCT ran over all of them. An ANTI JOIN, not NOT EXISTS: DuckDB took 35 ms
         # to plan the correlated subquery (12 ms this way), for every batch.
@@ -868,15 +873,21 @@ class ClassCache:
             f" ANTI JOIN {self.table} AS __c ON {self.on('__n', '__c')}"
         )
         new = f"SELECT *, {named} FROM ({lacking})"
-        parsed = f"SELECT *, {puppet_parse_sql()} AS __pp FROM ({new})" if puppet else new
+        classified = self.answers_sql(new, qenv)
+        return f"INSERT INTO {self.table} SELECT {', '.join([*keys, *ANSWERS])} FROM ({classified})"
+
+    def answers_sql(self, rows_sql: str, qenv: str = _QUERY_ENV) -> str:
+        """SELECT *, and the ANSWERS for each row of `rows_sql` (path, vhost, the columns
+        rules read, by their own names; `qenv`: the SQL of the Puppet environment over them)."""
+        puppet = self.profile == "puppet"  # its path parsed once, in a layer of its own
+        what = _what(self.profile, self.rules, qenv, "__pp" if puppet else None, "__tmpl")
+        answers = ", ".join(f"{what[c]} AS {c}" for c in ANSWERS)
+        parsed = f"SELECT *, {puppet_parse_sql()} AS __pp FROM ({rows_sql})" if puppet else rows_sql
         # the generic template, in a layer of its own: outside the CASEs that read it (a
         # Puppet path has none: NULL, for nothing)
         path = "CASE WHEN __pp.ind = '' THEN path END" if puppet else "path"
         template = f"{ROUTE_FUNCTION}({path})" if self.native else route_template_sql(path)
-        return (
-            f"INSERT INTO {self.table} SELECT {', '.join(keys)}, {answers} FROM ("
-            f"SELECT *, {template} AS __tmpl FROM ({parsed}))"
-        )
+        return f"SELECT *, {answers} FROM (SELECT *, {template} AS __tmpl FROM ({parsed}))"
 
 
 def _per_client(rules: Rules, trusted_proxies: Sequence[str]) -> tuple[str, str, str, str]:

@@ -185,12 +185,14 @@ class Classification:
     classified ones (logan.read.classify.classified_sql), reading `keys` of each row.
     When the answers are cached across batches (logan.read.classify.ClassCache), `setup`
     makes the cache once, and `fill` gives the statement that classifies the new keys of a
-    batch's keyed relation."""
+    batch's keyed relation; `direct` is `sql` with the keys classified where they are,
+    the cache neither filled nor read (a batch whose keys are mostly new)."""
 
     sql: Callable[[str, Keyed | None], str]
     keys: tuple[str, ...]
     setup: str | None = None
     fill: Callable[[str], str] | None = None  # its INSERT gives how many keys it added
+    direct: Callable[[str, Keyed], str] | None = None
 
 
 # None leaves the classification columns NULL.
@@ -216,15 +218,18 @@ def insert_sql(
     checked: frozenset[str] = frozenset(),
     numbers: frozenset[str] = frozenset(),
     numbered: Numbered | None = None,
+    direct: bool = False,
 ) -> str:
     """The INSERT of the rows a split reads (`raw_sql`); `numbered`: the keys, when
-    `raw_sql` carries their numbers."""
+    `raw_sql` carries their numbers; `direct`: classified by the classification's `direct`
+    (with `numbered` keys), no prepare_sql before it."""
     carry = (KEY_ID,) if numbered is not None else ()
     derived = derived_sql(cf, typed_sql(cf, raw_sql, tz, False, checked, numbers, carry), carry)
     keyed = _keyed(cf, raw_sql, tz, classify, numbered)
     if keyed is not None and _cached(classify) and numbered is None:
         keyed = (f"SELECT * FROM {KEYS_TABLE}", *keyed[1:])  # made by prepare_sql
-    return _insert(cf, derived, classify, keep, keyed)
+    assert not direct or (numbered is not None and keyed is not None)
+    return _insert(cf, derived, classify, keep, keyed, direct)
 
 
 # A batch's keys (its distinct request lines and what follows from them), when the
@@ -328,10 +333,21 @@ def query_cut(cf: CompiledFormat, classify: Classifier, keyed: str) -> str | Non
 
 
 def _insert(
-    cf: CompiledFormat, derived: str, classify: Classifier, keep: Keep, keyed: Keyed | None = None
+    cf: CompiledFormat,
+    derived: str,
+    classify: Classifier,
+    keep: Keep,
+    keyed: Keyed | None = None,
+    direct: bool = False,
 ) -> str:
     cols = ", ".join(stored_columns(cf, classify is not None, keep))
-    source = derived if classify is None else classify.sql(derived, keyed)
+    if classify is None:
+        source = derived
+    elif direct:
+        assert classify.direct is not None and keyed is not None
+        source = classify.direct(derived, keyed)
+    else:
+        source = classify.sql(derived, keyed)
     return f"INSERT INTO {schema.REQUESTS_TABLE} ({cols}) SELECT {cols} FROM ({source})"
 
 
