@@ -1,6 +1,7 @@
 """An ingest into a file on a log whose request lines never repeat (hashed file names):
-a batch that does not fit the memory limit runs again with a larger one, and the cache of
-classified keys stays bounded, with the same rows as an ingest that never empties it."""
+a batch that does not fit the memory limit runs again with a larger one; keys the C split
+numbered are classified past the cache of classified keys, alike; and the cache, which
+serves the SQL split's keys, stays bounded, with the same rows as one never emptied."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import random
 import duckdb
 import pytest
 
-from logan.read import ingest
+from logan.read import ingest, native
 
 CLASS_COLUMNS = "line_no, path, route, indirector, resource, environment"
 
@@ -82,7 +83,9 @@ def repeated_paths_log(path, lines: int, repeat: int) -> None:
 
 
 def watch_cache(monkeypatch) -> list[int]:
-    """The keys the class cache holds as each batch starts, once emptied or kept."""
+    """The keys the class cache holds as each batch starts, once emptied or kept. The split
+    is SQL's, whose keys the cache serves (the C split's are classified past it)."""
+    monkeypatch.setattr(native, "_split", None)
     sizes: list[int] = []
     real = ingest._empty_cache_when_useless
 
@@ -112,8 +115,6 @@ def test_the_class_cache_is_emptied_when_full_and_answers_alike(tmp_path, monkey
 def test_the_class_cache_is_emptied_when_keys_never_repeat(tmp_path, monkeypatch):
     log = tmp_path / "thumbs.log"
     unique_paths_log(log, 20_000)  # nine lines in ten bring a new key
-    # through the cache, as a batch whose keys are half its lines or fewer is
-    monkeypatch.setattr(ingest, "_classify_direct", lambda *a: False)
     sizes = watch_cache(monkeypatch)
     s, got = read(tmp_path, log, "unique")
     assert s.rows == 20_000
@@ -148,12 +149,18 @@ def puppet_nodes_log(path, lines: int) -> None:
     )
 
 
-@pytest.mark.parametrize("make, profile", [(unique_paths_log, "generic"), (puppet_nodes_log, "puppet")])
-def test_a_batch_of_mostly_new_keys_is_classified_past_the_cache_alike(tmp_path, monkeypatch, make, profile):
-    log = tmp_path / "new_keys.log"
-    make(log, 20_000)  # three keys in four, or nine in ten, new
-    fmt = FORMAT if make is unique_paths_log else "combined_D"
-    dialect = "nginx" if make is unique_paths_log else "apache"
+def repeats_log(path, lines: int) -> None:
+    repeated_paths_log(path, lines, repeat=3)
+
+
+@pytest.mark.parametrize(
+    "make, profile", [(unique_paths_log, "generic"), (repeats_log, "generic"), (puppet_nodes_log, "puppet")]
+)
+def test_numbered_keys_are_classified_past_the_cache_alike(tmp_path, monkeypatch, make, profile):
+    log = tmp_path / "keys.log"
+    make(log, 20_000)  # keys nine lines in ten, a third of the lines, three in four
+    fmt = "combined_D" if make is puppet_nodes_log else FORMAT
+    dialect = "apache" if make is puppet_nodes_log else "nginx"
     taken = watch_direct(monkeypatch)
     filled: list[int] = []  # the keys in the cache after each batch
     real = ingest._ingest_batch
@@ -184,12 +191,14 @@ def test_a_batch_of_mostly_new_keys_is_classified_past_the_cache_alike(tmp_path,
     assert all(r[2] and r[3] and r[4] for r in direct)  # a route, indirector and resource each
 
 
-def test_a_batch_of_repeated_keys_is_classified_through_the_cache(tmp_path, monkeypatch):
+def test_the_sql_splits_keys_are_classified_through_the_cache(tmp_path, monkeypatch):
     log = tmp_path / "repeats.log"
-    repeated_paths_log(log, 24_000, repeat=3)  # keys a third of each batch's lines
-    taken = watch_direct(monkeypatch)
-    s, _ = read(tmp_path, log, "repeats")
-    assert s.rows == 24_000 and len(taken) >= 3 and not any(taken)
+    repeats_log(log, 24_000)
+    _, want = read(tmp_path, log, "c_split")  # past the cache
+    sizes = watch_cache(monkeypatch)
+    s, got = read(tmp_path, log, "sql_split")
+    assert s.rows == 24_000 and len(sizes) >= 3 and all(sizes[1:])  # the cache holds keys
+    assert got == want
 
 
 def test_the_files_of_one_ingest_share_the_class_cache(tmp_path, monkeypatch):

@@ -831,7 +831,10 @@ class ClassCache:
     a log of varied paths the regexes ran over a quarter of each batch's rows before.
 
     A Puppet key holds the query's environment parameter, not the query, whose other
-    parameters (a transaction id per request) would make every catalog request a key."""
+    parameters (a transaction id per request) would make every catalog request a key.
+    Keys that come numbered (the C split's) are classified in the INSERT instead, past
+    the cache (classified_sql's `direct`): joining on their numbers costs less than the
+    cache saves."""
 
     table: str
     profile: str
