@@ -204,9 +204,10 @@ def ensure_columns(con: duckdb.DuckDBPyConnection, columns: Iterable[str]) -> No
     """Add the canonical columns the stored table lacks (cheap: no row is rewritten)."""
     have = stored_columns(con)
     wanted = set(columns) - set(schema.FROM_INGESTS)  # kept in `ingests`, not per row
-    missing = [c for c in schema.REQUEST_COLUMNS if c in wanted and c not in have]
+    types = {**schema.REQUEST_TYPES, **schema.STORED_ONLY}
+    missing = [c for c in types if c in wanted and c not in have]
     for c in missing:
-        con.execute(f"ALTER TABLE {schema.REQUESTS_TABLE} ADD COLUMN {c} {schema.REQUEST_TYPES[c]}")
+        con.execute(f"ALTER TABLE {schema.REQUESTS_TABLE} ADD COLUMN {c} {types[c]}")
     if missing:
         _refresh_view(con)
 

@@ -313,7 +313,7 @@ def _ingest_source(
                 reading = _Reading(
                     cf, plan, tz, classification, keep, src.label, ingest_id, kept, classes=classes
                 )
-                st.ensure_columns(rows.stored_columns(cf, classified, keep))
+                st.ensure_columns(rows.stored_columns(cf, classified, keep, reading.rebuild))
                 summary.tz_assumed |= _has_local_time(cf)
                 reading.row = _IngestRow(
                     [ingest_id, src.label, cf.dialect.name, cf.label, batch.first_line, started_at], t0
@@ -403,6 +403,9 @@ class _Reading:
     kept: _Kept | None = None  # the file's place in the store's registry (None: stdin)
     row: _IngestRow | None = None
     classes: _Classes | None = None  # the classification's cache, shared with other sources
+    # request lines that are their parts joined left for the view to rebuild (rows.stored_columns);
+    # not by an engine that reads the stored columns back (read_not_rows)
+    rebuild: bool = True
 
     @functools.cached_property
     def fast(self) -> str | None:
@@ -424,7 +427,15 @@ class _Reading:
         p = self.plan
         checked, numbers = (p.checked, p.numbers) if p is not None else (frozenset(), frozenset())
         return rows.insert_sql(
-            self.cf, self.fast, self.tz, self.classification, self.keep, checked, numbers, self.numbered
+            self.cf,
+            self.fast,
+            self.tz,
+            self.classification,
+            self.keep,
+            checked,
+            numbers,
+            self.numbered,
+            rebuild=self.rebuild,
         )
 
     @functools.cached_property
@@ -434,7 +445,7 @@ class _Reading:
         assert self.fast is not None and self.plan is not None
         p, c = self.plan, self.classification
         return rows.insert_sql(
-            self.cf, self.fast, self.tz, c, self.keep, p.checked, p.numbers, self.numbered, direct=True
+            self.cf, self.fast, self.tz, c, self.keep, p.checked, p.numbers, self.numbered, True, self.rebuild
         )
 
     @functools.cached_property
@@ -788,7 +799,9 @@ def _exact_path(
     if reads:
         typed = rows.typed_sql(cf, cf.exact_raw_sql(left), tz, with_reason=True)
         con.execute(f"CREATE OR REPLACE TEMP TABLE __left AS {typed}")
-        inserted = con.execute(rows.insert_from_typed_sql(cf, "__left", r.classification, r.keep), params)
+        inserted = con.execute(
+            rows.insert_from_typed_sql(cf, "__left", r.classification, r.keep, r.rebuild), params
+        )
         n_rows = inserted.fetchall()[0][0]
         not_rows = "SELECT line_no, line, __reason FROM __left WHERE NOT __ok"
     else:
@@ -825,7 +838,7 @@ def read_not_rows(
     (into requests_data, and out of __not_rows), the dialect's events (into `events`), the
     reasons of the cut lines that stay rejects. Returns (rows, events). For an engine that
     reads the other lines itself (logan.engines.spark_ingest)."""
-    r = _Reading(cf, None, tz, classification, None, params["source"], params["ingest_id"])
+    r = _Reading(cf, None, tz, classification, None, params["source"], params["ingest_id"], rebuild=False)
     n_rows = _cut_short(con, r)
     n_events = events.insert_events(con, cf, "(SELECT * FROM __not_rows WHERE __event)", params, tz)
     return n_rows, n_events
@@ -849,9 +862,9 @@ def _cut_short(con: duckdb.DuckDBPyConnection, r: _Reading) -> int:
         return 0
     typed = rows.typed_sql(cut, cut.exact_raw_sql(cut_lines), r.tz, with_reason=True)
     con.execute(f"CREATE OR REPLACE TEMP TABLE __cut AS {typed}")
-    n = con.execute(rows.insert_from_typed_sql(cut, "__cut", r.classification, r.keep), r.params).fetchall()[
-        0
-    ][0]
+    n = con.execute(
+        rows.insert_from_typed_sql(cut, "__cut", r.classification, r.keep, r.rebuild), r.params
+    ).fetchall()[0][0]
     con.execute("DELETE FROM __not_rows WHERE line_no IN (SELECT line_no FROM __cut WHERE __ok)")
     return n
 

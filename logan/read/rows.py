@@ -113,9 +113,13 @@ def _derived_columns(cf: CompiledFormat) -> dict[str, str]:
     return out
 
 
-def stored_columns(cf: CompiledFormat, classified: bool, keep: Keep = None) -> list[str]:
+def stored_columns(
+    cf: CompiledFormat, classified: bool, keep: Keep = None, rebuild: bool = False
+) -> list[str]:
     """The columns a batch of this format writes to the stored table: those it fills, or
-    only those of them in `keep` (a one-shot report's store)."""
+    only those of them in `keep` (a one-shot report's store). `rebuild`: a request line
+    that is its parts joined is left for the view to rebuild, when they are all stored
+    (schema.REQUEST_PARTS): `request_rebuilt` is written too."""
     out = _derived_columns(cf)
     canonical = [
         c
@@ -124,7 +128,8 @@ def stored_columns(cf: CompiledFormat, classified: bool, keep: Keep = None) -> l
         and c not in schema.FROM_INGESTS
         and (keep is None or c in keep or c in schema.ALWAYS_STORED)
     ]
-    return ["ingest_id", *canonical]
+    parts = rebuild and {"request", *schema.REQUEST_PARTS} <= set(canonical)
+    return ["ingest_id", *canonical, *(["request_rebuilt"] if parts else [])]
 
 
 def fields_read(cf: CompiledFormat, classified: bool, keep: Keep) -> tuple[set[str], set[str]]:
@@ -219,17 +224,18 @@ def insert_sql(
     numbers: frozenset[str] = frozenset(),
     numbered: Numbered | None = None,
     direct: bool = False,
+    rebuild: bool = False,
 ) -> str:
     """The INSERT of the rows a split reads (`raw_sql`); `numbered`: the keys, when
     `raw_sql` carries their numbers; `direct`: classified by the classification's `direct`
-    (with `numbered` keys), no prepare_sql before it."""
+    (with `numbered` keys), no prepare_sql before it; `rebuild`: see stored_columns."""
     carry = (KEY_ID,) if numbered is not None else ()
     derived = derived_sql(cf, typed_sql(cf, raw_sql, tz, False, checked, numbers, carry), carry)
     keyed = _keyed(cf, raw_sql, tz, classify, numbered)
     if keyed is not None and _cached(classify) and numbered is None:
         keyed = (f"SELECT * FROM {KEYS_TABLE}", *keyed[1:])  # made by prepare_sql
     assert not direct or (numbered is not None and keyed is not None)
-    return _insert(cf, derived, classify, keep, keyed, direct)
+    return _insert(cf, derived, classify, keep, keyed, direct, rebuild)
 
 
 # A batch's keys (its distinct request lines and what follows from them), when the
@@ -339,8 +345,18 @@ def _insert(
     keep: Keep,
     keyed: Keyed | None = None,
     direct: bool = False,
+    rebuild: bool = False,
 ) -> str:
-    cols = ", ".join(stored_columns(cf, classify is not None, keep))
+    names = stored_columns(cf, classify is not None, keep, rebuild)
+    cols = ", ".join(names)
+    values = cols
+    if "request_rebuilt" in names:
+        same = f"request = ({schema.rebuilt_request_sql()})"
+        made = {
+            "request": f"CASE WHEN {same} THEN NULL ELSE request END",
+            "request_rebuilt": f"coalesce({same}, false)",
+        }
+        values = ", ".join(made.get(c, c) for c in names)
     if classify is None:
         source = derived
     elif direct:
@@ -348,9 +364,11 @@ def _insert(
         source = classify.direct(derived, keyed)
     else:
         source = classify.sql(derived, keyed)
-    return f"INSERT INTO {schema.REQUESTS_TABLE} ({cols}) SELECT {cols} FROM ({source})"
+    return f"INSERT INTO {schema.REQUESTS_TABLE} ({cols}) SELECT {values} FROM ({source})"
 
 
-def insert_from_typed_sql(cf: CompiledFormat, typed_rel: str, classify: Classifier, keep: Keep = None) -> str:
+def insert_from_typed_sql(
+    cf: CompiledFormat, typed_rel: str, classify: Classifier, keep: Keep = None, rebuild: bool = False
+) -> str:
     """INSERT the accepted rows of an already typed (materialized) relation."""
-    return _insert(cf, derived_sql(cf, f"SELECT * FROM {typed_rel}"), classify, keep)
+    return _insert(cf, derived_sql(cf, f"SELECT * FROM {typed_rel}"), classify, keep, rebuild=rebuild)

@@ -1,0 +1,77 @@
+"""A request line that is its method, path, query and protocol joined is not stored: the
+`requests` view joins them again (schema.REQUEST_PARTS). Every other line is stored whole.
+Either way the view shows the line as the log has it."""
+
+from __future__ import annotations
+
+import pytest
+
+from logan.read import ingest, native
+
+REQUESTS = [
+    "GET /a HTTP/1.1",
+    "GET /a?b=1&c=2 HTTP/1.1",
+    "GET /a? HTTP/1.1",  # an empty query
+    "GET /a?x?y HTTP/1.0",  # a second '?' belongs to the query
+    "OPTIONS * HTTP/1.1",
+    "CONNECT example.com:443 HTTP/1.1",
+    "PROPFIND /x%20y HTTP/2.0",
+    "GET /caf\u00e9?q=\u00fc HTTP/1.1",
+    'GET /a\\"b HTTP/1.1',  # an escaped quote: the line holds it decoded
+    "GET http://example.com/a?b HTTP/1.1",  # absolute: the path lost the host
+    "GET  /a HTTP/1.1",  # two spaces
+    "GET /a HTTP/1.1 more",
+    "GET /a",  # HTTP/0.9
+    "get /a http/1.1",  # no HTTP/ protocol: no parts
+    "",
+    "-",
+    "\\x16\\x03\\x01",
+]
+
+
+def decoded(request: str) -> str | None:
+    """The request as logan's `requests` shows it: '-' is no value, \\" a quote."""
+    return None if request == "-" else request.replace('\\"', '"')
+
+
+def parts_joined(request: str | None) -> bool:
+    """Whether the line is method, target and an HTTP/ protocol, the target in origin form
+    (not absolute): then method, path, query and protocol joined are the line."""
+    if request is None:
+        return False
+    parts = request.split(" ")
+    if len(parts) != 3 or not parts[2].startswith("HTTP/"):
+        return False
+    return not ("://" in parts[1] and not parts[1].startswith("/"))
+
+
+@pytest.mark.parametrize("split", ["C", "SQL"])
+@pytest.mark.parametrize("where", ["file", "memory"])
+def test_the_view_shows_each_request_line_as_logged_and_only_odd_ones_are_stored(
+    tmp_path, monkeypatch, split, where
+):
+    if split == "SQL":
+        monkeypatch.setattr(native, "_split", None)
+    elif not native.available():
+        pytest.skip("the C split was not built")
+    log = tmp_path / "access.log"
+    lines = [
+        f'10.0.0.{i % 9} - - [05/Nov/2013:19:00:{i % 60:02d} +0000] "{r}" 200 {i} {1000 + i}\n'
+        for i, r in enumerate(REQUESTS * 40)
+    ]
+    log.write_text("".join(lines))
+    store = str(tmp_path / "s.duckdb") if where == "file" else None
+    s = ingest.ingest([str(log)], store=store, format='%h %l %u %t "%r" %>s %b %D', dialect="apache")
+    assert s.rows == len(lines) and not s.rejects
+    con = s.store.con
+    got = con.execute("SELECT line_no, request FROM requests ORDER BY line_no").fetchall()
+    assert got == [(i + 1, decoded(REQUESTS[i % len(REQUESTS)])) for i in range(len(lines))]
+    stored = con.execute(
+        "SELECT line_no, request, request_rebuilt FROM requests_data ORDER BY line_no"
+    ).fetchall()
+    for line_no, request, rebuilt in stored:
+        want = decoded(REQUESTS[(line_no - 1) % len(REQUESTS)])
+        joined = parts_joined(want)
+        assert rebuilt is joined, (want, rebuilt)
+        assert request == (None if joined else want), want
+    assert sum(r for _, _, r in stored) == 9 * 40  # the nine above the absolute one
