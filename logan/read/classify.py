@@ -755,8 +755,8 @@ def classified_sql(
     key of `keyed` (ClassCache.fill_sql): the answers are looked up there instead of
     computed, so a key seen in an earlier batch costs a join, not the regexes. `direct`:
     the keys are classified here as the cache's fill would, and the table is neither read
-    nor filled, for a batch whose keys are mostly its own (a log of hashed file names),
-    where filling the table and joining on its text keys cost more than the answers.
+    nor filled: for keys the C split's reader numbered, joined back on their numbers, where
+    the fill and the join on the key texts cost more than classifying every key again.
     """
     rules = load_rules(rules) if rules is not None else Rules()
     what = _what(profile, rules, _QUERY_ENV)
@@ -833,8 +833,8 @@ class ClassCache:
     A Puppet key holds the query's environment parameter, not the query, whose other
     parameters (a transaction id per request) would make every catalog request a key.
     Keys that come numbered (the C split's) are classified in the INSERT instead, past
-    the cache (classified_sql's `direct`): joining on their numbers costs less than the
-    cache saves."""
+    the cache (classified_sql's `direct`): classifying them all again cost less than the
+    fill and the join on their texts."""
 
     table: str
     profile: str

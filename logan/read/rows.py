@@ -191,7 +191,7 @@ class Classification:
     When the answers are cached across batches (logan.read.classify.ClassCache), `setup`
     makes the cache once, and `fill` gives the statement that classifies the new keys of a
     batch's keyed relation; `direct` is `sql` with the keys classified where they are,
-    the cache neither filled nor read (a batch whose keys are mostly new)."""
+    the cache neither filled nor read (for numbered keys)."""
 
     sql: Callable[[str, Keyed | None], str]
     keys: tuple[str, ...]
