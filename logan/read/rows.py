@@ -350,13 +350,6 @@ def _insert(
     names = stored_columns(cf, classify is not None, keep, rebuild)
     cols = ", ".join(names)
     values = cols
-    if "request_rebuilt" in names:
-        same = f"request = ({schema.rebuilt_request_sql()})"
-        made = {
-            "request": f"CASE WHEN {same} THEN NULL ELSE request END",
-            "request_rebuilt": f"coalesce({same}, false)",
-        }
-        values = ", ".join(made.get(c, c) for c in names)
     if classify is None:
         source = derived
     elif direct:
@@ -364,6 +357,12 @@ def _insert(
         source = classify.direct(derived, keyed)
     else:
         source = classify.sql(derived, keyed)
+    if "request_rebuilt" in names:
+        # compared once, in a layer of its own, for both columns
+        made = {"request": "CASE WHEN __same THEN NULL ELSE request END", "request_rebuilt": "__same"}
+        values = ", ".join(made.get(c, c) for c in names)
+        same = f"coalesce(request = ({schema.rebuilt_request_sql()}), false)"
+        source = f"SELECT *, {same} AS __same FROM ({source})"
     return f"INSERT INTO {schema.REQUESTS_TABLE} ({cols}) SELECT {values} FROM ({source})"
 
 
