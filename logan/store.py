@@ -201,7 +201,8 @@ def set_meta(con: duckdb.DuckDBPyConnection, key: str, value: str) -> bool:
 
 
 def ensure_columns(con: duckdb.DuckDBPyConnection, columns: Iterable[str]) -> None:
-    """Add the canonical columns the stored table lacks (cheap: no row is rewritten)."""
+    """Add the columns the stored table lacks, canonical or schema.STORED_ONLY (cheap: no row
+    is rewritten)."""
     have = stored_columns(con)
     wanted = set(columns) - set(schema.FROM_INGESTS)  # kept in `ingests`, not per row
     types = {**schema.REQUEST_TYPES, **schema.STORED_ONLY}
