@@ -189,6 +189,8 @@ PLAIN_TABLES = ["rejects", "events", "ingests", "routes", "route_params", "files
 
 REQUEST_COLUMNS = [name for name, _, _ in REQUESTS]
 REQUEST_TYPES = {name: typ for name, typ, _ in REQUESTS}
+# Every column `requests_data` may hold, with its type.
+STORED_TYPES = {**REQUEST_TYPES, **STORED_ONLY}
 
 
 def create_table_sql(name: str) -> str:

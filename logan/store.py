@@ -66,8 +66,7 @@ class Store:
         self.con.execute("CREATE TABLE IF NOT EXISTS logan_meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
         for name in schema.PLAIN_TABLES:
             self.con.execute(schema.create_table_sql(name))
-        types = {**schema.REQUEST_TYPES, **schema.STORED_ONLY}
-        always = ", ".join(f"{c} {types[c]}" for c in schema.ALWAYS_STORED)
+        always = ", ".join(f"{c} {schema.STORED_TYPES[c]}" for c in schema.ALWAYS_STORED)
         self.con.execute(f"CREATE TABLE IF NOT EXISTS {schema.REQUESTS_TABLE} ({always})")
         _refresh_view(self.con)  # a store written by an earlier logan gets today's view
         # a new store gets today's version, an older one is now migrated (the tables above);
@@ -205,10 +204,9 @@ def ensure_columns(con: duckdb.DuckDBPyConnection, columns: Iterable[str]) -> No
     is rewritten)."""
     have = stored_columns(con)
     wanted = set(columns) - set(schema.FROM_INGESTS)  # kept in `ingests`, not per row
-    types = {**schema.REQUEST_TYPES, **schema.STORED_ONLY}
-    missing = [c for c in types if c in wanted and c not in have]
+    missing = [c for c in schema.STORED_TYPES if c in wanted and c not in have]
     for c in missing:
-        con.execute(f"ALTER TABLE {schema.REQUESTS_TABLE} ADD COLUMN {c} {types[c]}")
+        con.execute(f"ALTER TABLE {schema.REQUESTS_TABLE} ADD COLUMN {c} {schema.STORED_TYPES[c]}")
     if missing:
         _refresh_view(con)
 
