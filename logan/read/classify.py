@@ -320,8 +320,11 @@ def collapse_routes(
 
 
 # Folds of the new routes alone (collapse_routes): past this many known routes, and until
-# the routes folded alone since the last whole fold reach this share of them.
-FOLD_WHOLE_UNDER = 100_000
+# the routes folded alone since the last whole fold reach this share of them. A whole fold
+# of the 43,244 routes of the corpus HAProxy lines scaled to 1 GB took 0.30 s of a 0.96 s
+# re-run of its next 1%, and its checkpoint 0.20 s against 0.07 s; the 316 new routes
+# alone took 0.08 s, with the same templates.
+FOLD_WHOLE_UNDER = 10_000
 FOLD_WHOLE_SHARE = 0.1
 # logan_meta: how many routes were folded alone since the last whole fold.
 ROUTES_ALONE = "routes_folded_alone"
