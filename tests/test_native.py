@@ -23,7 +23,8 @@ from conftest import CORPUS, reading_with
 from logan import schema
 from logan.answer import stats as st
 from logan.errors import FormatError
-from logan.read import detect, native, rows
+from logan.read import detect, native, rows, sources
+from logan.read import ingest as ingest_module
 from logan.read.classify import collapse_routes
 from logan.read.compile import CompiledFormat, compile_format, prefix_regex
 from logan.read.dialects import dialects, resolve_format
@@ -104,9 +105,9 @@ def test_lines_cut_from_several_buffers(tmp_path, monkeypatch):
     seen_buffers = []
     real = native.split
 
-    def spy(p, line_views, *a):  # noqa: ANN001, ANN002, ANN202
+    def spy(p, line_views, *a, **k):  # noqa: ANN001, ANN002, ANN003, ANN202
         seen_buffers.append(len(line_views.buffers()) - 2)
-        return real(p, line_views, *a)
+        return real(p, line_views, *a, **k)
 
     monkeypatch.setattr(native, "split", spy)
     s1 = ingest([path], format=fmt, dialect="haproxy", profile="none", block_size=8 << 20)
@@ -125,6 +126,99 @@ def test_lines_cut_from_several_buffers(tmp_path, monkeypatch):
         (*r[:1], *r[1:])
         for r in s1.store.con.execute("SELECT * EXCLUDE (source) FROM requests ORDER BY line_no").fetchall()
     ]
+
+
+def _row_groups(con: duckdb.DuckDBPyConnection) -> list[int]:
+    """The rows of each of the stored table's row groups, in order (DuckDB's own account)."""
+    return [
+        n
+        for (n,) in con.execute(
+            "SELECT sum(count) FROM pragma_storage_info(?) WHERE column_id = 0 AND column_path = '[0]'"
+            " GROUP BY row_group_id ORDER BY row_group_id",
+            [schema.REQUESTS_TABLE],
+        ).fetchall()
+    ]
+
+
+@needs_c
+@pytest.mark.parametrize(("lines", "last", "rows"), [(260_000, False, 245_760), (246_000, False, 122_880),
+                                                     (246_000, True, None)])  # fmt: skip
+def test_a_batch_is_read_up_to_its_last_whole_row_group_of_rows(lines, last, rows):
+    """read_batch with whole_rows: the split stops at the row that fills as many row groups
+    as the lines would if each were a row; when the lines run out first (too many are no
+    rows), the batch ends after its last whole row group. The last batch is read whole."""
+    cf = compile_format(dialects()["haproxy"], '%ci:%cp %ST %B "%r"', "t")
+    texts = [f'10.0.0.1:{i} 200 5 "GET /{i}"' if i % 97 else f"not a request {i}" for i in range(lines)]
+    good = [i for i in range(lines) if i % 97]  # the lines that are rows, from 0
+    table = pa.table(
+        {"line_no": pa.array(range(11, 11 + lines), pa.int64()), "line": pa.array(texts, pa.string_view())}
+    )
+    read = native.read_batch(duckdb.connect(), cf, native.plan(cf), Batch(table, 11, lines, 0, 0, last=last),
+                             whole_rows=True)  # fmt: skip
+    if rows is None:  # every line read
+        assert read.lines is None and read.raw.num_rows == len(good)
+        return
+    assert read.raw.num_rows == rows
+    assert read.raw.column("line_no").to_pylist() == [11 + i for i in good[:rows]]
+    # the lines kept: through the last row taken, or up to the first row left
+    assert read.lines == (good[rows - 1] + 1 if rows == 245_760 else good[rows])
+
+
+@needs_c
+def test_batches_of_a_file_store_fill_whole_row_groups_of_rows(tmp_path, monkeypatch):
+    """Lines that are no rows (one in 97 here, rejects; HAProxy's own messages) would leave
+    a batch's last row group part-filled, which DuckDB writes on one thread: past the first
+    batch, the reader thread cuts each batch after its last whole row group of rows and
+    reads the lines after it with the next block. Every line is still read once, and once
+    again when a run is stopped between two batches and the next one resumes."""
+    fmt = '%ci:%cp %ST %B "%r"'
+    lines = [
+        f"not a request {i}"
+        if i % 97 == 0
+        else f'10.0.{i % 250}.{i % 7}:{1000 + i % 60000} 200 {i % 5000} "GET /{i}"'
+        for i in range(700_000)
+    ]
+    bad = {i + 1 for i in range(len(lines)) if i % 97 == 0}
+    path = tmp_path / "many.log"
+    path.write_text("\n".join(lines) + "\n")
+
+    def stored(con: duckdb.DuckDBPyConnection) -> tuple[list, list]:
+        got = con.execute("SELECT line_no, client, client_port, bytes_sent, request FROM requests").fetchall()
+        rejected = con.execute("SELECT line_no FROM rejects").fetchall()
+        return sorted(got), sorted(n for (n,) in rejected)
+
+    whole = ingest([path], store=tmp_path / "s.duckdb", format=fmt, dialect="haproxy", profile="none",
+                   block_size=8 << 20)  # fmt: skip
+    groups = _row_groups(whole.store.con)
+    got, rejected = stored(whole.store.con)
+    assert whole.sources[0].rows == len(got) == len(lines) - len(bad) and rejected == sorted(bad)
+    assert [n for n, *_ in got] == sorted(set(range(1, len(lines) + 1)) - bad)
+    for i in (1, 122_879, 350_001, 699_999):
+        client, rest = lines[i].split(":", 1)
+        port, _, size, request = rest.split(" ", 3)
+        assert got[i - 1 - i // 97] == (i + 1, client, int(port), int(size), request.strip('"'))
+    # the first batch is handed over as the reader cut it, in whole row groups of lines (the
+    # format is read from it); each batch after it fills its row groups but the last
+    assert len(groups) >= 6 and sum(groups) == len(got)
+    assert groups[2:-1] == [sources.ROW_GROUP] * (len(groups) - 3), groups
+
+    # stopped after the second batch's commit, then run again: the same rows and rejects
+    real, done = ingest_module._ingest_batch, []
+
+    def stop_after_two(*a, **k):  # noqa: ANN002, ANN003, ANN202
+        if len(done) == 2:
+            raise KeyboardInterrupt
+        done.append(real(*a, **k))
+        return done[-1]
+
+    st = open_store(tmp_path / "t.duckdb")
+    monkeypatch.setattr(ingest_module, "_ingest_batch", stop_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        ingest([path], store=st, format=fmt, dialect="haproxy", profile="none", block_size=8 << 20)
+    monkeypatch.setattr(ingest_module, "_ingest_batch", real)
+    assert 0 < st.con.execute("SELECT count(*) FROM requests").fetchone()[0] < len(got)
+    ingest([path], store=st, format=fmt, dialect="haproxy", profile="none", block_size=8 << 20)
+    assert stored(st.con) == (got, rejected)
 
 
 @needs_c

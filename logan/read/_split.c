@@ -363,11 +363,13 @@ static PyObject *split(PyObject *self, PyObject *args) {
     Py_buffer views = {0}, body = {0}, plan = {0}, lits = {0}, forbid = {0}, outbuf = {0};
     PyObject *buffers, *result = NULL;
     int nslots, sep, no_tab;
+    Py_ssize_t most = -1; /* stop once this many lines are taken (-1: read them all) */
     Buffers data = {0};
-    if (!PyArg_ParseTuple(args, "y*Oy*y*y*y*iiiw*", &views, &buffers, &body, &plan, &lits, &forbid, &nslots,
-                          &sep, &no_tab, &outbuf))
+    if (!PyArg_ParseTuple(args, "y*Oy*y*y*y*iiiw*|n", &views, &buffers, &body, &plan, &lits, &forbid, &nslots,
+                          &sep, &no_tab, &outbuf, &most))
         return NULL;
     Py_ssize_t n = views.len / (Py_ssize_t)sizeof(View);
+    Py_ssize_t i = 0;
     Py_ssize_t nsteps = plan.len / (Py_ssize_t)sizeof(Step);
     if (body.len && body.len != n * (Py_ssize_t)sizeof(int32_t)) {
         PyErr_SetString(PyExc_ValueError, "one body offset per line");
@@ -376,7 +378,9 @@ static PyObject *split(PyObject *self, PyObject *args) {
     if (hold_buffers(buffers, &data) < 0)
         goto done;
     const char **bufs = data.bufs;
-    if (outbuf.len < (Py_ssize_t)nslots * n * (Py_ssize_t)sizeof(View)) {
+    /* a slot holds room for as many rows as can be taken */
+    Py_ssize_t room = most >= 0 && most < n ? most : n;
+    if (outbuf.len < (Py_ssize_t)nslots * room * (Py_ssize_t)sizeof(View)) {
         PyErr_SetString(PyExc_ValueError, "the output buffer holds fewer than slots x lines views");
         goto done;
     }
@@ -408,8 +412,8 @@ static PyObject *split(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     for (int k = 0; k < nslots; k++)
         if (as_number[k])
-            memset((int64_t *)&ov[(Py_ssize_t)k * n] + n, 0, (size_t)(n + 7) / 8);
-    for (Py_ssize_t i = 0; i < n; i++) {
+            memset((int64_t *)&ov[(Py_ssize_t)k * room] + room, 0, (size_t)(room + 7) / 8);
+    for (; i < n && m != most; i++) {
         const View *line = &lines[i];
         const char *p = view_data(line, bufs);
         int32_t len = line->len;
@@ -421,8 +425,8 @@ static PyObject *split(PyObject *self, PyObject *args) {
             continue;
         for (int k = 0; k < nslots; k++) {
             if (as_number[k]) {
-                int64_t *values = (int64_t *)&ov[(Py_ssize_t)k * n];
-                uint8_t *valid = (uint8_t *)(values + n);
+                int64_t *values = (int64_t *)&ov[(Py_ssize_t)k * room];
+                uint8_t *valid = (uint8_t *)(values + room);
                 if (as_number[k] == SHAPE_TIME) {
                     values[m] = times[k];
                     valid[m >> 3] |= (uint8_t)(1u << (m & 7));
@@ -430,14 +434,14 @@ static PyObject *split(PyObject *self, PyObject *args) {
                     put_number(values, valid, m, p + starts[k], ends[k] - starts[k]);
                 }
             } else {
-                put_view(&ov[(Py_ssize_t)k * n + m], p + starts[k], ends[k] - starts[k], line->u.ref.buf,
+                put_view(&ov[(Py_ssize_t)k * room + m], p + starts[k], ends[k] - starts[k], line->u.ref.buf,
                          line->u.ref.off + starts[k]);
             }
         }
         taken[m++] = (int32_t)i;
     }
     Py_END_ALLOW_THREADS
-    result = Py_BuildValue("nN", m, rows);
+    result = Py_BuildValue("nNn", m, rows, i); /* i: the lines read, taken or not */
 done:
     release_buffers(&data);
     PyBuffer_Release(&views);
@@ -776,9 +780,9 @@ static PyMethodDef methods[] = {
     {"without_query", without_query, METH_VARARGS,
      "without_query(views, buffers, request, out) -> bytes; out gets the texts without their query"},
     {"split", split, METH_VARARGS,
-     "split(views, buffers, body_offsets, plan, literals, forbidden, slots, sep, no_tab, out)"
-     " -> (taken, taken line indexes); out gets slots x lines field views, slot-major (or a"
-     " slot's int64 values and validity bitmap)"},
+     "split(views, buffers, body_offsets, plan, literals, forbidden, slots, sep, no_tab, out[, most])"
+     " -> (taken, taken line indexes, lines read); out gets slots x lines (or x most) field views,"
+     " slot-major (or a slot's int64 values and validity bitmap); reading stops once `most` are taken"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -320,7 +320,10 @@ def _ingest_source(
                 )
                 if plan is not None:
                     cursor = st.con.cursor()
-                prepare.start(functools.partial(native.read_batch, cursor, cf, plan) if plan else None)
+                # batches of whole row groups of rows: a store in memory writes none
+                whole = st.path != ":memory:"
+                split = functools.partial(native.read_batch, cursor, cf, plan, whole_rows=whole)
+                prepare.start(split if plan else None, whole)
             assert out is not None and classes is not None
             _empty_cache_when_useless(st.con, classes)
             if batch.lines >= OWN_ROW_GROUP and st.path != ":memory:":

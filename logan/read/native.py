@@ -36,7 +36,7 @@ from logan.read.compile import (
     value_pattern,
 )
 from logan.read.convert import NUMBER_FORMS, convert, sql_str, time_pattern
-from logan.read.sources import BUFFERS, Batch, int64_array, int64_values, scan_rows
+from logan.read.sources import BUFFERS, ROW_GROUP, Batch, int64_array, int64_values, scan_rows
 
 try:
     from logan.read import _split
@@ -448,16 +448,19 @@ def _word_bytes(f: Field, sep: str) -> set[int]:
     return {ord(sep), *b'"\\'} | (set() if spaced and sep != " " else set(_NOT_IN_WORD))
 
 
-def split(p: Plan, lines: pa.Array, line_no: np.ndarray, body: np.ndarray | None) -> pa.Table:
-    """(line_no, line, and the fields the plan cuts out) for the lines it reads. `lines` is
-    one string_view array; `body` the byte offset where each line's format begins (after a
+def split(
+    p: Plan, lines: pa.Array, line_no: np.ndarray, body: np.ndarray | None, most: int = -1
+) -> tuple[pa.Table, int]:
+    """(line_no, line, and the fields the plan cuts out) for the lines it reads, and how many
+    of `lines` it went through: all, or up to the one that made `most` rows. `lines` is one
+    string_view array; `body` the byte offset where each line's format begins (after a
     syslog header), or None. The other fields are NULL in `Plan.sql`."""
     views, data = _views(lines)
     offsets = b"" if body is None else np.ascontiguousarray(body, dtype=np.int32)
-    n = len(lines)
+    n = len(lines) if most < 0 else min(most, len(lines))  # the rows a field's slot has room for
     out = BUFFERS.get(len(p.fields) * n * 16, slack=1.5)  # batches of 2 or 3 row groups
-    m, taken = _split.split(
-        views, data, offsets, p.steps, p.literals, p.forbidden, len(p.fields), p.sep, int(p.no_tab), out
+    m, taken, through = _split.split(
+        views, data, offsets, p.steps, p.literals, p.forbidden, len(p.fields), p.sep, int(p.no_tab), out, most
     )
     idx = np.frombuffer(taken, np.int32, m)
     out_buf = pa.py_buffer(out)
@@ -471,7 +474,7 @@ def split(p: Plan, lines: pa.Array, line_no: np.ndarray, body: np.ndarray | None
             cols[f.alias] = pa.Array.from_buffers(pa.int64(), m, [slot.slice(n * 8), slot.slice(0, m * 8)])
         else:
             cols[f.alias] = pa.Array.from_buffers(pa.string_view(), m, [None, slot.slice(0, m * 16), *data])
-    return pa.table(cols)
+    return pa.table(cols), through
 
 
 def _taken_views(views: pa.Buffer, idx: np.ndarray, data: list) -> pa.Array:
@@ -494,15 +497,24 @@ class Read:
 
     raw: pa.Table
     keys: pa.Table | None = None
+    lines: int | None = None  # the batch's first lines these are, when not all of them
 
 
-def read_batch(con, cf: CompiledFormat, p: Plan, batch: Batch) -> Read:  # noqa: ANN001
+def read_batch(con, cf: CompiledFormat, p: Plan, batch: Batch, whole_rows: bool = False) -> Read:  # noqa: ANN001
     """split() over a batch, after its syslog headers are measured (header_lengths), in the
-    reader thread."""
+    reader thread. `whole_rows`: read the batch up to its last whole row group of rows
+    (sources.Prepare), unless it is the last."""
     lines = batch.table.column("line").combine_chunks()
     line_no = int64_values(batch.table.column("line_no"))
     body = header_lengths(con, cf, lines, line_no) if p.has_prefix else None
-    raw = split(p, lines, line_no, body)
+    # as many rows as the lines would make whole row groups if each were one (most are)
+    most = len(lines) - len(lines) % ROW_GROUP if whole_rows and not batch.last else 0
+    raw, through = split(p, lines, line_no, body, most=most or -1)
+    kept = through if through < len(lines) else None
+    whole = raw.num_rows - raw.num_rows % ROW_GROUP
+    if most and 0 < whole < raw.num_rows:  # fewer rows than that: cut after the last whole group
+        kept = raw.column("line_no")[whole].as_py() - batch.first_line
+        raw = raw.slice(0, whole)
     keys = None
     if p.keyed:
         texts = []
@@ -515,7 +527,7 @@ def read_batch(con, cf: CompiledFormat, p: Plan, batch: Batch) -> Read:  # noqa:
         ids = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(np.arange(n, dtype=np.int32))])
         keys = pa.table({KEY_ID: ids, **dict(zip(p.keyed, distinct, strict=True))})
     return Read(
-        pa.Table.from_batches(raw.to_batches(max_chunksize=scan_rows(raw.num_rows)), raw.schema), keys
+        pa.Table.from_batches(raw.to_batches(max_chunksize=scan_rows(raw.num_rows)), raw.schema), keys, kept
     )
 
 
