@@ -8,9 +8,11 @@ all but its last 1% is ingested into a new store; then that last 1% is appended 
 `logan ingest` runs again over the whole file, as cron would: it must read only the new
 1%. The appended lines are the log's own continuation (later times, and on a log of
 hashed paths, paths and routes the store has not seen), not lines it holds already.
-Beside it, in the same run: the full ingest, and a plain ingest of the appended 1% alone
-into a new store (what reading those lines costs with no registry at all). Every figure
-is the whole command in a fresh process, wall time and peak RSS, median of --runs.
+Beside it, in the same run: the full ingest, a plain ingest of the appended 1% alone
+into a new store (what reading those lines costs with no registry at all), and the same
+command once more with nothing appended (what any re-run costs before it reads a line:
+starting Python, the imports, opening the store). Every figure is the whole command in a
+fresh process, wall time and peak RSS, median of --runs.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ def main() -> None:
     with source.open("rb") as fh:
         fh.seek(cut)
         appended = fh.read()
-    figures: dict[str, list[tuple[float, int]]] = {"full": [], "append": [], "alone": []}
+    figures: dict[str, list[tuple[float, int]]] = {"full": [], "append": [], "alone": [], "nothing": []}
     with tempfile.TemporaryDirectory(dir=source.parent) as tmp:
         work = Path(tmp)
         for _ in range(args.runs):
@@ -65,6 +67,7 @@ def main() -> None:
             with log.open("ab") as fh:
                 fh.write(appended)
             figures["append"].append(run([*LOGAN, "ingest", str(log), "--format", fmt, "--db", str(db)]))
+            figures["nothing"].append(run([*LOGAN, "ingest", str(log), "--format", fmt, "--db", str(db)]))
             figures["alone"].append(
                 run([*LOGAN, "ingest", str(alone_log), "--format", fmt, "--db", str(alone_db)])
             )
@@ -76,6 +79,7 @@ def main() -> None:
         "full": "ingest the whole log into a new store",
         "append": f"ingest it again after {args.share:.0%} was appended",
         "alone": "ingest the appended lines alone, into a new store",
+        "nothing": "ingest it again with nothing appended",
     }
     for key, label in names.items():
         wall = statistics.median(w for w, _ in figures[key])

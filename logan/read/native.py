@@ -510,11 +510,9 @@ def read_batch(con, cf: CompiledFormat, p: Plan, batch: Batch, whole_rows: bool 
     # as many rows as the lines would make whole row groups if each were one (most are)
     most = len(lines) - len(lines) % ROW_GROUP if whole_rows and not batch.last else 0
     raw, through = split(p, lines, line_no, body, most=most or -1)
-    kept = through if through < len(lines) else None
-    whole = raw.num_rows - raw.num_rows % ROW_GROUP
-    if most and 0 < whole < raw.num_rows:  # fewer rows than that: cut after the last whole group
-        kept = raw.column("line_no")[whole].as_py() - batch.first_line
-        raw = raw.slice(0, whole)
+    kept = None
+    if most:
+        raw, kept = _whole_row_groups(con, cf, lines, raw, through, batch.first_line, most)
     keys = None
     if p.keyed:
         texts = []
@@ -529,6 +527,39 @@ def read_batch(con, cf: CompiledFormat, p: Plan, batch: Batch, whole_rows: bool 
     return Read(
         pa.Table.from_batches(raw.to_batches(max_chunksize=scan_rows(raw.num_rows)), raw.schema), keys, kept
     )
+
+
+def _whole_row_groups(
+    con,  # noqa: ANN001
+    cf: CompiledFormat,
+    lines: pa.Array,
+    raw: pa.Table,
+    through: int,
+    first: int,
+    most: int,
+) -> tuple[pa.Table, int | None]:
+    """The split's rows of a batch and how many of its lines to keep (None: all), so that
+    the batch's rows fill whole row groups, at most `most` rows: those the split took from
+    its first `through` lines, and the lines among them the exact path will read (the
+    format's regex matches them; lines only the regex reads, such as those with an escape,
+    are rows too)."""
+    taken = int64_values(raw.column("line_no")) - first
+    left = np.setdiff1d(np.arange(through), taken, assume_unique=True)
+    rows_at = taken
+    if len(left):
+        views, data = _views(lines)
+        left_lines = pa.table({"i": int64_array(left), "line": _taken_views(views, left, data)})
+        con.register("__left_now", left_lines)
+        try:
+            read = con.execute(f"SELECT i FROM __left_now WHERE {cf.match_sql()}").fetchnumpy()["i"]
+        finally:
+            con.unregister("__left_now")
+        rows_at = np.sort(np.concatenate([taken, np.asarray(read, np.int64)]))
+    whole = min(len(rows_at) - len(rows_at) % ROW_GROUP, most)
+    if 0 < whole < len(rows_at):  # the lines from the first row past the last whole group on
+        kept = int(rows_at[whole])
+        return raw.slice(0, int(np.searchsorted(taken, kept))), kept
+    return raw, (through if through < len(lines) else None)
 
 
 def number_keys(texts: list[pa.Array]) -> tuple[pa.Array, list[pa.Array]]:
