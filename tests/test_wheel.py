@@ -70,10 +70,12 @@ def see_our_dependencies(py: Path) -> None:
     would not do: from inside a venv (or a conda environment) it names the base
     interpreter's packages, not the ones the tests run with. The directories are added after
     the venv's own, and .pth files in them are not read, so the editable install of the
-    checkout stays out."""
+    checkout stays out. A virtualenv made inside the checkout (`python -m venv .venv`) is
+    this interpreter's, not the checkout's: its directories are named too."""
     r = run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=py.parent)
     assert r.returncode == 0, r.stderr
-    dirs = [p for p in sys.path if p and Path(p).is_dir() and not under(p, REPO)]
+    ours = [p for p in sys.path if p and Path(p).is_dir()]
+    dirs = [p for p in ours if not under(p, REPO) or under(p, Path(sys.prefix))]
     Path(r.stdout.strip(), "logan-test-deps.pth").write_text("\n".join(dirs) + "\n")
 
 
