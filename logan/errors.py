@@ -20,3 +20,11 @@ class FormatError(LoganError):
 class StoreError(LoganError):
     """A store that cannot be used now (another process writes it, the disk is full): not
     the user's input, so the command fails with EXIT_FAILURE."""
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Whether `exc` is Ctrl-C (or a SIGTERM made one). A signal that lands while DuckDB runs
+    a query ends that query with RuntimeError('Query interrupted'), not KeyboardInterrupt."""
+    if isinstance(exc, KeyboardInterrupt):
+        return True
+    return isinstance(exc, RuntimeError) and str(exc) == "Query interrupted"

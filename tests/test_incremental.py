@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from datetime import datetime
 from pathlib import Path
@@ -23,7 +24,9 @@ from pathlib import Path
 import pytest
 
 import logan
+from logan import cli
 from logan.errors import LoganError, StoreError
+from logan.read import follow as follow_module
 from logan.read.ingest import ingest
 
 FORMAT = "combined_D"
@@ -685,3 +688,38 @@ def test_follow_keeps_the_store_current_through_a_rotation_and_stops_cleanly(tmp
     assert proc.returncode == 0, err
     assert "every batch read is committed" in err
     assert numbers(db) == list(range(153))
+
+
+def test_a_signal_inside_a_duckdb_query_stops_follow_as_ctrl_c_does(tmp_path, monkeypatch):
+    """A SIGINT (or the SIGTERM `--follow` turns into one) that lands while DuckDB runs a
+    query ends the query with RuntimeError('Query interrupted'), not KeyboardInterrupt: the
+    test above once got a traceback when its SIGTERM fell in the opening of a round's store.
+    follow stops then as on Ctrl-C, with what its rounds read; the CLI exits 130."""
+    log, db = tmp_path / "access.log", tmp_path / "s.duckdb"
+    log.write_text("".join(line(n) for n in range(100)))
+    real, opened = follow_module.open_store, []
+
+    def open_then_signalled(*a, **k):  # noqa: ANN002, ANN003, ANN202
+        st = real(*a, **k)
+        opened.append(st)
+        if len(opened) == 2:  # the second round: a real signal inside a real, long query
+            threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+            try:
+                st.con.execute("SELECT count(*) FROM range(10000000000) t(x) WHERE x % 7 = 3").fetchall()
+            finally:
+                st.close()
+        return st
+
+    monkeypatch.setattr(follow_module, "open_store", open_then_signalled)
+    summary = follow_module.follow([log], db, interval=0.01, format=FORMAT)
+    assert len(opened) == 2 and summary.rows == 100
+    assert numbers(db) == list(range(100))
+
+    def query_interrupted(*a, **k):  # noqa: ANN002, ANN003, ANN202
+        raise RuntimeError("Query interrupted")
+
+    monkeypatch.setattr(cli, "app", query_interrupted)
+    assert cli.status_of(["ingest"]) == 130
+    monkeypatch.setattr(cli, "app", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("a bug")))
+    with pytest.raises(RuntimeError, match="a bug"):  # any other RuntimeError is a bug: shown
+        cli.status_of(["ingest"])

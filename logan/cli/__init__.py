@@ -18,7 +18,7 @@ import typer
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
 
 from logan import __version__
-from logan.errors import EXIT_FAILURE, EXIT_USAGE, LoganError, StoreError
+from logan.errors import EXIT_FAILURE, EXIT_USAGE, LoganError, StoreError, interrupted
 from logan.show.console import err, say_error
 
 # Each command's module under logan.cli, of its name, holds `<name>_command` and its
@@ -132,6 +132,10 @@ def status_of(argv: list[str] | None) -> int:
         say_error(str(exc))
         status = EXIT_FAILURE if isinstance(exc, StoreError) else EXIT_USAGE
     except KeyboardInterrupt:
+        status = 130
+    except RuntimeError as exc:  # DuckDB's form of Ctrl-C inside a query (errors.interrupted)
+        if not interrupted(exc):
+            raise
         status = 130
     except (duckdb.Error, OSError) as exc:  # the store or the disk, not the user's input
         if os.environ.get("LOGAN_DEBUG"):

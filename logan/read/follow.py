@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from logan.errors import LoganError
+from logan.errors import LoganError, interrupted
 from logan.read.ingest import IngestSummary, ingest, merge_summaries
 from logan.store import open_store
 
@@ -43,8 +43,9 @@ def follow(
                 if each_round is not None:
                     each_round(summary)
             stop.wait(interval)
-    except KeyboardInterrupt:  # SIGINT (or SIGTERM made one): the batch in flight was rolled
-        pass  # back, every batch before it is committed; the next run reads on from there
+    except (KeyboardInterrupt, RuntimeError) as exc:  # SIGINT (or SIGTERM made one): the batch
+        if not interrupted(exc):  # in flight was rolled back, every batch before it is
+            raise  # committed; the next run reads on from there
     return merge_summaries(rounds) if rounds else IngestSummary()
 
 
