@@ -295,6 +295,77 @@ def test_nginx_upstream_lists_stay_in_their_field(ingest_text, monkeypatch):
         pd.testing.assert_frame_equal(rej1.drop(columns="source"), rej2.drop(columns="source"))
 
 
+# (line, whether the split paths take it, the field's text as the exact path decodes it)
+_APACHE_ESCAPES = [
+    # Apache writes a byte of a referer or user agent that is no ASCII as \xhh: kept as written
+    (r'"http://\xe4\xe5\xe3.ru/" "Mozilla/5.0 (iPad)"', True, r"http://\xe4\xe5\xe3.ru/"),
+    (r'"-" "a \x01 control"', True, "-"),
+    (r'"-" "say \"hi\""', False, "-"),  # \" is a quote: the exact path's own
+    (r'"http://x/\\y" "curl"', False, "http://x/\\y"),  # \\ is one backslash
+    (r'"http://x/y\\" "curl"', False, "http://x/y\\"),
+]
+_NGINX_ESCAPES = [
+    (r'"http://\xE4\xE5.ru/" "Mozilla/5.0"', True, r"http://\xE4\xE5.ru/"),
+    (r'"http://x/\x22q\x22" "curl"', False, 'http://x/"q"'),  # nginx's \x22 is a quote
+    (r'"http://x/\x5Cy" "curl"', False, "http://x/\\y"),
+]
+
+
+@needs_c
+@pytest.mark.parametrize(
+    "dialect, escapes", [("apache", _APACHE_ESCAPES), ("nginx", _NGINX_ESCAPES)], ids=["apache", "nginx"]
+)
+def test_escapes_the_exact_path_keeps_as_written_are_taken_by_the_split(
+    dialect, escapes, ingest_text, tmp_path, monkeypatch
+):
+    """A line whose escapes the exact path leaves as written (Apache's \\xhh) is read by both
+    split paths, which keep the text as written too; a line with an escape the exact path
+    decodes (\\" and \\\\, nginx's \\x22 and \\x5C) is left to it. Every reader stores the
+    same rows, with the referer as written by hand above."""
+    user = "DOMAIN\\ops" if dialect == "apache" else "-"  # a backslash outside quotes is text
+    head = f'10.0.0.1 - {user} [10/Oct/2026:13:55:36 +0000] "GET /a HTTP/1.1" 200 5 '
+    lines = [head + rest for rest, _, _ in escapes]
+    text = "\n".join(lines) + "\n"
+    path = tmp_path / "escapes.log"
+    path.write_text(text)
+    cf = compile_format(*resolve_format("combined", dialect))
+    (batch,) = read_batches(expand([str(path)])[0])
+    by_sql, by_c = split_both_ways(batch, cf)
+    assert by_c == by_sql
+    assert sorted(by_c) == [i + 1 for i, (_, taken, _) in enumerate(escapes) if taken]
+
+    s1, req1, rej1 = ingest_text(text, "combined", dialect=dialect)
+    assert (s1.rows, s1.rejects) == (len(lines), 0)
+
+    def stored(column: str) -> list:
+        return [None if pd.isna(v) else v for v in req1[column]]
+
+    assert stored("referer") == [None if want == "-" else want for _, _, want in escapes]
+    assert stored("remote_user") == [None if user == "-" else user] * len(lines)
+    for reader in ("sql", "regex"):
+        with reading_with(monkeypatch, reader):
+            _, req2, _ = ingest_text(text, "combined", dialect=dialect)
+        pd.testing.assert_frame_equal(req1.drop(columns="source"), req2.drop(columns="source"))
+
+
+@needs_c
+def test_a_backslash_where_it_may_start_anything_leaves_the_line_to_the_regex(tmp_path):
+    """HAProxy decodes no escape, and a backslash may stand for anything there (RFC 5424
+    structured data): neither split takes such a line."""
+    cf = compile_format(*resolve_format("httplog", "haproxy"))
+    line = (
+        "Feb  6 12:14:14 localhost haproxy[14389]: 10.0.1.2:33317 [06/Feb/2009:12:14:14.655] "
+        'http-in static/srv1 10/0/30/69/109 200 2750 - - ---- 1/1/1/1/0 0/0 "GET /a\\x41 HTTP/1.1"'
+    )
+    plain = line.replace("\\x41", "A")
+    path = tmp_path / "h.log"
+    path.write_text(f"{line}\n{plain}\n")
+    (batch,) = read_batches(expand([str(path)])[0])
+    by_sql, by_c = split_both_ways(batch, cf)
+    assert by_c == by_sql
+    assert sorted(by_c) == [2]
+
+
 # --- stores made for one report ---------------------------------------------------------------
 KEPT = {"duration_us", "status", "path"}
 

@@ -10,9 +10,12 @@
  * exact path (the format's regex), which reads or rejects them.
  *
  * The rules are those of the SQL split path (logan/read/compile.py), never looser: a line with
- * a backslash (an escape only the exact path decodes) is not taken, nor a line with a tab
- * when spaces separate the fields. Each field's table of bytes says so for its text, and
- * the literals hold neither (logan/read/native.py), so only a syslog header is searched here.
+ * an escape the exact path decodes is not taken, nor a line with a tab when spaces separate
+ * the fields. Each field's table of bytes says so for its text, and the literals hold
+ * neither (logan/read/native.py), so only a syslog header is searched here. Which escapes
+ * the exact path decodes depends on the server: Apache's \" and \\ (its \xhh stay as
+ * written, and so are taken here as they are), nginx's \x22 and \x5C; where a backslash
+ * may mean anything else (HAProxy, nginx escape=none), a line with one is not taken.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -194,7 +197,17 @@ static int parse_time(const char *t, int32_t len, const char *pat, int32_t plen,
 
 enum { LITERAL = 0, FIELD = 1 };
 /* A field's table: what each byte is to it (0: part of its text). */
-enum { BAD = 1, STOP = 2, INNER_SEP = 3, LIST_SEP = 4 };
+enum { BAD = 1, STOP = 2, INNER_SEP = 3, LIST_SEP = 4, ESC_QUOTE = 5, ESC_HEX = 6 };
+
+/* A backslash at p[pos] (its field's table says ESC_QUOTE or ESC_HEX): 1 when the exact
+ * path would decode what it starts (the line is then left to it), 0 when it stays text. */
+static inline int decoded_escape(const char *p, int32_t n, int32_t pos, uint8_t kind) {
+    if (kind == ESC_QUOTE) /* Apache, JSON: \" and \\ */
+        return pos + 1 < n && (p[pos + 1] == '"' || p[pos + 1] == '\\');
+    /* nginx: \x22 and \x5C */
+    return n - pos >= 4 && p[pos + 1] == 'x' &&
+           ((p[pos + 2] == '2' && p[pos + 3] == '2') || (p[pos + 2] == '5' && p[pos + 3] == 'C'));
+}
 
 static inline const char *view_data(const View *v, const char *const *bufs) {
     return v->len <= 12 ? v->u.inl : bufs[v->u.ref.buf] + v->u.ref.off;
@@ -256,9 +269,11 @@ static int read_line(const char *p, int32_t n, int32_t pos, const Step *steps, i
                 q--;
             if (q < pos)
                 return 0;
-            for (int32_t i = pos; i < q; i++)
-                if (look[(uint8_t)p[i]] == BAD)
+            for (int32_t i = pos; i < q; i++) {
+                uint8_t c = look[(uint8_t)p[i]];
+                if (c == BAD || ((c == ESC_QUOTE || c == ESC_HEX) && decoded_escape(p, n, i, c)))
                     return 0;
+            }
             end = q;
         } else {
             /* One table lookup a byte: 0 goes on; else the field ends, takes one of its
@@ -270,6 +285,12 @@ static int read_line(const char *p, int32_t n, int32_t pos, const Step *steps, i
                 if (pos == n)
                     break;
                 uint8_t c = (uint8_t)p[pos];
+                if (look[c] == ESC_QUOTE || look[c] == ESC_HEX) { /* text, unless decoded */
+                    if (decoded_escape(p, n, pos, look[c]))
+                        return 0;
+                    pos++;
+                    continue;
+                }
                 if (look[c] == INNER_SEP && seps < s->spaces) {
                     seps++;
                     pos++;

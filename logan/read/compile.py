@@ -62,6 +62,11 @@ QUOTED_PATTERN = r'(?:[^"\\]|\\.)*'
 # A quoted field's text per escape mode: nginx's default escaping never leaves a raw '"' in
 # a value; with no escaping at all (nginx escape=none, varnishncsa) a value may hold one.
 QUOTED_BY_ESCAPE = {"nginx": r'[^"]*', "none": r".*?"}
+# The texts that start an escape the exact path decodes (CompiledFormat._decode), per escape
+# mode. A line holding one is left to the regex; any other backslash is text both paths keep
+# as written (Apache's \xhh for a byte of a referer or user agent that is no ASCII). In a
+# mode not named here a backslash may start anything: a line with one is left to the regex.
+DECODED_ESCAPES = {"apache": ('\\"', "\\\\"), "json": ('\\"', "\\\\"), "nginx": ("\\x22", "\\x5C")}
 # HAProxy writes '"' in a captured header as #22, but not in a sample fetch's value
 # (%{+Q}[capture.req.hdr(1)] logs a user agent's quotes as they came): a quoted field ends
 # at the first quote that the rest of the format can follow (the last runs to the end).
@@ -458,19 +463,25 @@ def _fast_plan(cf: CompiledFormat, rel: str) -> str | None:
     conds += [c for f in cf.fields if f.alias in raw and (c := _shape_sql(f.spec.value, raw[f.alias]))]
     if quoted_split:
         conds.insert(0, f"len(p) = {len(segs)}")
-    # Lines with a backslash carry escapes: only the exact path decodes them. A tab, CR or
-    # form feed would stay inside its word, where the regex's \S takes none.
+    # Lines with an escape the exact path decodes are its own. A tab, CR or form feed would
+    # stay inside its word, where the regex's \S takes none.
     split_quote = f", string_split(__body, {sql_str(QUOTE)}) AS p" if quoted_split else ""
     tab = "".join(f" AND NOT contains(line, chr({c}))" for c in (9, 13, 12)) if sep == " " else ""
     inner = (
         f"SELECT line_no, line, __body{split_quote} FROM (SELECT line_no, line, "
-        f"{_body_sql(cf.dialect)} AS __body FROM {rel} WHERE NOT contains(line, '\\'){tab})"
+        f"{_body_sql(cf.dialect)} AS __body FROM {rel} WHERE {_no_decoded_escape(cf.escape)}{tab})"
     )
     mid = f"SELECT *{''.join(', ' + s for s in splits)} FROM ({inner})"
     if subsplits:
         mid = f"SELECT *{''.join(f', {sql} AS {name}' for name, sql in subsplits.items())} FROM ({mid})"
     cols = ", ".join(f"{raw.get(f.alias, 'CAST(NULL AS VARCHAR)')} AS {f.alias}" for f in cf.fields)
     return f"SELECT line_no, line, {cols} FROM ({mid}) WHERE {' AND '.join(conds) or 'true'}"
+
+
+def _no_decoded_escape(escape: str) -> str:
+    """SQL: the line holds no escape the exact path decodes (DECODED_ESCAPES)."""
+    texts = DECODED_ESCAPES.get(escape, ("\\",))
+    return " AND ".join(f"NOT contains(line, {sql_str(t)})" for t in texts)
 
 
 _DIGITS = "'0123456789'"

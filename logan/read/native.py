@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from logan.read.compile import (
     _CONT,
+    DECODED_ESCAPES,
     NUMERIC_VALUES,
     QUOTE,
     CompiledFormat,
@@ -45,6 +46,11 @@ except ImportError:  # built without a C compiler
 
 _LITERAL, _FIELD = 0, 1
 _BAD, _STOP, _INNER_SEP, _LIST_SEP = 1, 2, 3, 4
+# What a backslash is to a field's table, by the format's escape mode: text, unless it starts
+# an escape the exact path decodes (compile.DECODED_ESCAPES; _split.c checks each kind). In
+# another mode a line with a backslash is left to the regex.
+_ESCAPE_CHECK = {('\\"', "\\\\"): 5, ("\\x22", "\\x5C"): 6}
+_ESCAPE_CODE = {mode: _ESCAPE_CHECK[texts] for mode, texts in DECODED_ESCAPES.items()}
 _STEP = struct.Struct("<11i")
 # Shapes the steps check (_split.c): a VALUE_PATTERNS entry whose check (a cast) would let
 # wider texts through, and digits for a field checked here instead of by its check.
@@ -226,6 +232,7 @@ def _pack(
         table = bytearray(256)  # what each byte is to the field; see _split.c
         for b in bad:
             table[b] = _BAD
+        table[ord("\\")] = _ESCAPE_CODE.get(cf.escape, _BAD)
         spaces = 0 if quoted else s.field.spec.spaces
         if spaces:
             table[ord(sep)] = _INNER_SEP
