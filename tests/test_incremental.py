@@ -21,6 +21,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import logan
@@ -532,7 +533,7 @@ def test_a_store_of_the_previous_version_is_read_then_migrated_in_place(tmp_path
     counts = dict(st.sql("SELECT source, count(*) n FROM requests GROUP BY 1").values.tolist())
     assert counts == {"lb": 100, "puppet": 300, "new": 10}
     assert st.sql("SELECT count(*) n FROM rejects")["n"][0] == 1
-    assert st.sql("SELECT value FROM logan_meta WHERE key = 'schema_version'")["value"][0] == "6"
+    assert st.sql("SELECT value FROM logan_meta WHERE key = 'schema_version'")["value"][0] == "7"
     assert st.sql("SELECT count(*) n FROM files")["n"][0] == 1  # the registry is there now
     st.close()
 
@@ -553,7 +554,7 @@ def test_a_store_of_version_5_keeps_its_whole_request_lines_beside_rebuilt_ones(
     r = logan_cli("ingest", str(log), "--db", str(db), "--format", FORMAT, "--label", "new")
     assert r.returncode == 0, r.stderr
     st = logan.open(db, read_only=True)
-    assert st.sql("SELECT value FROM logan_meta WHERE key = 'schema_version'")["value"][0] == "6"
+    assert st.sql("SELECT value FROM logan_meta WHERE key = 'schema_version'")["value"][0] == "7"
     # as each log has it: the request field of its lines, read here with a regex of its own
     want = {
         ("puppet", i + 1): m.group(1)
@@ -568,6 +569,41 @@ def test_a_store_of_version_5_keeps_its_whole_request_lines_beside_rebuilt_ones(
         "FROM requests_data r JOIN ingests i USING (ingest_id) GROUP BY 1 ORDER BY 1"
     ).values.tolist()
     assert stored == [["lb", 100, 0], ["new", 0, 10], ["puppet", 300, 0]]
+    st.close()
+
+
+V6 = Path(__file__).parent / "data" / "store_v6.duckdb.gz"
+
+
+def test_a_store_of_version_6_keeps_its_whole_resources_and_requesters_beside_copied_ones(tmp_path):
+    """Version 6 stored every resource and requester whole; 7 leaves one that is the row's
+    path or client to the view (schema.COPIES). A store of 6 (tests/data/README.md) takes new
+    rows the new way and shows every row's resource and requester as its classification
+    gave them."""
+    db = tmp_path / "v6.duckdb"
+    with gzip.open(V6, "rb") as src, db.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    before = logan.open(db, read_only=True)
+    old = before.sql("SELECT source, line_no, resource, requester FROM requests ORDER BY 1, 2")
+    before.close()
+    log = tmp_path / "new.log"
+    log.write_text("".join(line(n) for n in range(10)))
+    args = ["--format", FORMAT, "--label", "new", "--profile", "generic"]
+    r = logan_cli("ingest", str(log), "--db", str(db), *args)
+    assert r.returncode == 0, r.stderr
+    st = logan.open(db, read_only=True)
+    assert st.sql("SELECT value FROM logan_meta WHERE key = 'schema_version'")["value"][0] == "7"
+    got = st.sql("SELECT source, line_no, resource, requester FROM requests ORDER BY 1, 2")
+    pd.testing.assert_frame_equal(got[got.source != "new"].reset_index(drop=True), old)
+    # the new lines' path and client, read from the lines themselves
+    want = [["new", n + 1, f"/r/{n}", f"10.0.{n % 200}.{n % 7}"] for n in range(10)]
+    assert got[got.source == "new"].values.tolist() == want
+    stored = st.sql(
+        "SELECT i.source, count(r.resource) AS resources, count(*) FILTER (WHERE r.resource_is_path),"
+        " count(r.requester) AS requesters, count(*) FILTER (WHERE r.requester_is_client) "
+        "FROM requests_data r JOIN ingests i USING (ingest_id) GROUP BY 1 ORDER BY 1"
+    ).values.tolist()
+    assert stored == [["lb", 100, 0, 100, 0], ["new", 0, 10, 0, 10], ["puppet", 300, 0, 300, 0]]
     st.close()
 
 

@@ -4,9 +4,13 @@ Either way the view shows the line as the log has it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+import logan
 from logan.read import ingest, native
+from logan.read.classify import reclassify
 
 REQUESTS = [
     "GET /a HTTP/1.1",
@@ -75,3 +79,38 @@ def test_the_view_shows_each_request_line_as_logged_and_only_odd_ones_are_stored
         assert rebuilt is joined, (want, rebuilt)
         assert request == (None if joined else want), want
     assert sum(r for _, _, r in stored) == 9 * 40  # the nine above the absolute one
+
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_logs"
+
+
+@pytest.mark.parametrize(
+    "log, profile", [("puppet_access.log", "puppet"), ("haproxy.log", "generic")], ids=["puppet", "generic"]
+)
+def test_a_resource_or_requester_that_copies_its_path_or_client_is_left_to_the_view(tmp_path, log, profile):
+    """The generic profile's resource is the path and most requesters are the client: such
+    a row stores NULL and a true flag (schema.COPIES), the view shows the path or the client.
+    The Puppet profile's resources are not the path, and a Puppet node's requester is its
+    name: those are stored. The view shows what reclassifying the rows, which stores every
+    value whole, shows."""
+    db = str(tmp_path / "s.duckdb")
+    fmt = "combined_D" if profile == "puppet" else "auto"
+    ingest.ingest([str(SAMPLES / log)], store=db, format=fmt, profile=profile).store.close()
+    st = logan.open(db)
+    view = "SELECT line_no, resource, requester FROM requests ORDER BY line_no"
+    shown = st.con.execute(view).fetchall()
+    ((n, resources, paths, requesters, clients, alike),) = st.con.execute(
+        "SELECT count(*), count(resource), count(*) FILTER (WHERE resource_is_path), count(requester),"
+        " count(*) FILTER (WHERE requester_is_client),"
+        " count(*) FILTER (WHERE resource IS NOT DISTINCT FROM path OR requester = client) FROM requests_data"
+    ).fetchall()
+    assert resources + paths == n and requesters + clients == n and alike == 0
+    if profile == "generic":
+        assert (resources, requesters) == (0, 0)
+    else:
+        assert resources > 0.9 * n and 0 < requesters < 0.5 * n  # node names; requests of no node
+    reclassify(st.con, profile)  # every row again, stored whole
+    whole = "SELECT count(*) FROM requests_data WHERE resource_is_path OR requester_is_client"
+    assert st.con.execute(whole).fetchall() == [(0,)]
+    assert st.con.execute(view).fetchall() == shown
+    st.close()

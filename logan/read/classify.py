@@ -944,6 +944,8 @@ def reclassify(
         f"{', '.join(CLASSIFIED)} FROM ({classified_sql(rel, profile, rules, trusted_proxies)})"
     )
     assignments = ", ".join(f"{c} = c.{c}" for c in CLASSIFIED)
+    # stored whole now: a flag left true would show the path, the client instead
+    assignments += "".join(f", {flag} = false" for _, flag in schema.COPIES.values() if flag in stored)
     con.execute(
         f"UPDATE {schema.REQUESTS_TABLE} AS r SET {assignments} FROM logan_classified AS c"
         " WHERE r.rowid = c.__rowid"

@@ -129,7 +129,8 @@ def stored_columns(
         and (keep is None or c in keep or c in schema.ALWAYS_STORED)
     ]
     parts = rebuild and {"request", *schema.REQUEST_PARTS} <= set(canonical)
-    return ["ingest_id", *canonical, *(["request_rebuilt"] if parts else [])]
+    copies = [flag for c, (of, flag) in schema.COPIES.items() if rebuild and {c, of} <= set(canonical)]
+    return ["ingest_id", *canonical, *(["request_rebuilt"] if parts else []), *copies]
 
 
 def fields_read(cf: CompiledFormat, classified: bool, keep: Keep) -> tuple[set[str], set[str]]:
@@ -357,13 +358,28 @@ def _insert(
         source = classify.direct(derived, keyed)
     else:
         source = classify.sql(derived, keyed)
-    if "request_rebuilt" in names:
-        # compared once, in a layer of its own, for both columns
-        made = {"request": "CASE WHEN __same THEN NULL ELSE request END", "request_rebuilt": "__same"}
+    flags = _left_to_the_view(names)
+    if flags:
+        # each compared once, in a layer of its own, for both of its columns
+        made = {}
+        for flag, (column, _) in flags.items():
+            made |= {column: f"CASE WHEN __{flag} THEN NULL ELSE {column} END", flag: f"__{flag}"}
         values = ", ".join(made.get(c, c) for c in names)
-        same = f"coalesce(request = ({schema.rebuilt_request_sql()}), false)"
-        source = f"SELECT *, {same} AS __same FROM ({source})"
+        tests = ", ".join(f"{same} AS __{flag}" for flag, (_, same) in flags.items())
+        source = f"SELECT *, {tests} FROM ({source})"
     return f"INSERT INTO {schema.REQUESTS_TABLE} ({cols}) SELECT {values} FROM ({source})"
+
+
+def _left_to_the_view(names: list[str]) -> dict[str, tuple[str, str]]:
+    """{flag: (the column a true flag leaves NULL, SQL: whether the view can make its value)}
+    for the flags among the stored columns `names` (stored_columns)."""
+    out = {}
+    if "request_rebuilt" in names:
+        out["request_rebuilt"] = ("request", f"coalesce(request = ({schema.rebuilt_request_sql()}), false)")
+    for column, (of, flag) in schema.COPIES.items():
+        if flag in names:
+            out[flag] = (column, f"{column} IS NOT DISTINCT FROM {of}")
+    return out
 
 
 def insert_from_typed_sql(
