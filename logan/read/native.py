@@ -59,9 +59,9 @@ _DIGITS, _TIME = 4, 5
 # The strftime directives _split.c reads a time with: numbers at their full width, months
 # as Jan..Dec, offsets as +HHMM or +HH:MM.
 TIME_DIRECTIVES = frozenset("YmdHMSgfbz")
-# Bytes a field between separators never holds: what RE2's \S refuses, the quote that ends
-# a quoted field, and the backslash that starts an escape (only the exact path decodes it).
-_NOT_IN_WORD = frozenset(b' \t\n\f\r"\\')
+# Bytes a field between separators never holds: what RE2's \S refuses, and the quote that
+# ends a quoted field. (A backslash is what the format's escapes make it: _ESCAPE_CODE.)
+_NOT_IN_WORD = frozenset(b' \t\n\f\r"')
 
 
 def available() -> bool:
@@ -226,7 +226,7 @@ def _pack(
             return None  # two fields with nothing between them (%U%q): the SQL path's regex
         stop = nxt.text.encode()[0] if nxt is not None else -1
         quoted = s.field.quoted
-        bad = set(b"\\\t" if sep == " " else b"\\") if quoted else _word_bytes(s.field, sep) | s.also
+        bad = set(b"\t" if sep == " " else b"") if quoted else _word_bytes(s.field, sep) | s.also
         if not quoted and s.last:
             bad.discard(stop)
         table = bytearray(256)  # what each byte is to the field; see _split.c
@@ -448,11 +448,11 @@ def _shape(
 
 
 def _word_bytes(f: Field, sep: str) -> set[int]:
-    """Bytes a field outside quotes may not hold: its separator, a quote, a backslash, and
+    """Bytes a field outside quotes may not hold: its separator, a quote, and
     whitespace when its shape refuses a space (RE2's \\S; a tab-separated format may have
     text with spaces between its tabs)."""
     spaced = re.fullmatch(value_pattern(f, ""), "a b") is not None
-    return {ord(sep), *b'"\\'} | (set() if spaced and sep != " " else set(_NOT_IN_WORD))
+    return {ord(sep), ord('"')} | (set() if spaced and sep != " " else set(_NOT_IN_WORD))
 
 
 def split(
