@@ -63,15 +63,23 @@ class Store:
             self._ensure_schema()
 
     def _ensure_schema(self) -> None:
-        self.con.execute("CREATE TABLE IF NOT EXISTS logan_meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
-        for name in schema.PLAIN_TABLES:
-            self.con.execute(schema.create_table_sql(name))
-        always = ", ".join(f"{c} {schema.STORED_TYPES[c]}" for c in schema.ALWAYS_STORED)
-        self.con.execute(f"CREATE TABLE IF NOT EXISTS {schema.REQUESTS_TABLE} ({always})")
-        _refresh_view(self.con)  # a store written by an earlier logan gets today's view
-        # a new store gets today's version, an older one is now migrated (the tables above);
-        # a store as it should be is not written at all (it opens on a full disk)
-        set_meta(self.con, "schema_version", str(schema.SCHEMA_VERSION))
+        # One transaction: a run killed while it makes a new store leaves an empty file,
+        # which holds nothing yet, never tables without a version (a store too old to read).
+        self.con.execute("BEGIN")
+        try:
+            self.con.execute("CREATE TABLE IF NOT EXISTS logan_meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+            for name in schema.PLAIN_TABLES:
+                self.con.execute(schema.create_table_sql(name))
+            always = ", ".join(f"{c} {schema.STORED_TYPES[c]}" for c in schema.ALWAYS_STORED)
+            self.con.execute(f"CREATE TABLE IF NOT EXISTS {schema.REQUESTS_TABLE} ({always})")
+            _refresh_view(self.con)  # a store written by an earlier logan gets today's view
+            # a new store gets today's version, an older one is now migrated (the tables
+            # above); a store as it should be is not written at all (it opens on a full disk)
+            set_meta(self.con, "schema_version", str(schema.SCHEMA_VERSION))
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
 
     def ensure_columns(self, columns: Iterable[str]) -> None:
         """Store these canonical columns from now on (see schema.REQUESTS_TABLE)."""

@@ -190,6 +190,18 @@ def test_collapse_routes_finds_parameters_by_cardinality(
     assert held == (len(paths) + 1, len(paths) + 1)
 
 
+@pytest.mark.parametrize(("words", "folded"), [(6, False), (10, True)])
+def test_a_word_with_and_without_a_trailing_slash_is_one_value(words: int, folded: bool) -> None:
+    # `/p/w1` and `/p/w1/` put the same word between /p and an empty rest: six words are
+    # six values (not a parameter at ROUTE_PARAM_MIN_VALUES), ten are ten
+    con = open_store(None).con
+    paths = [f"/p/w{n}{slash}" for n in range(words) for slash in ("", "/")]
+    append_requests(con, pd.DataFrame({"path": paths, "route": paths}))
+    collapse_routes(con)
+    want = {p: ("/p/{name}" + p[-1] * p.endswith("/") if folded else p) for p in paths}
+    assert _templates(con) == want
+
+
 def _hashed(con, sizes: range, pairs: range) -> None:  # noqa: ANN001
     """Routes of a thumbnail server: /t/<size>/<hex pair>/{file}.jpeg, with a script beside."""
     paths = [f"/t/x{n}/{p:02x}/{{file}}.jpeg" for n in sizes for p in pairs] + [f"/t/s{n}.php" for n in sizes]

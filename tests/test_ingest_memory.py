@@ -50,7 +50,9 @@ def test_a_batch_past_the_memory_limit_runs_again_with_more(tmp_path, monkeypatc
     log = tmp_path / "thumbs.log"
     unique_paths_log(log, 30_000)
     _, want = read(tmp_path, log, "roomy")
-    # 8 MB: too little for a batch of 1 MB of lines joined to their classes
+    # 8 MB: too little for a batch of 1 MB of lines joined to their classes (classified row
+    # by row, as keys this many would be, it fits)
+    monkeypatch.setattr(ingest, "_classify_inline", lambda read: False)
     monkeypatch.setattr(ingest, "INGEST_MEMORY_MB", 8)
     tried = []
     real = ingest._ingest_batch
@@ -124,16 +126,17 @@ def test_the_class_cache_is_emptied_when_keys_never_repeat(tmp_path, monkeypatch
     assert got == kept
 
 
-def watch_direct(monkeypatch) -> list[bool]:
-    """Whether each batch was classified past the class cache."""
+def watch_choice(monkeypatch, choice: str) -> list[bool]:
+    """What ingest.`choice` said for each batch: `_classify_direct`, whether it was classified
+    past the class cache; `_classify_inline`, whether row by row, without its keys."""
     taken: list[bool] = []
-    real = ingest._classify_direct
+    real = getattr(ingest, choice)
 
     def watching(*a):
         taken.append(real(*a))
         return taken[-1]
 
-    monkeypatch.setattr(ingest, "_classify_direct", watching)
+    monkeypatch.setattr(ingest, choice, watching)
     return taken
 
 
@@ -161,7 +164,8 @@ def test_numbered_keys_are_classified_past_the_cache_alike(tmp_path, monkeypatch
     make(log, 20_000)  # keys nine lines in ten, a third of the lines, three in four
     fmt = "combined_D" if make is puppet_nodes_log else FORMAT
     dialect = "apache" if make is puppet_nodes_log else "nginx"
-    taken = watch_direct(monkeypatch)
+    taken = watch_choice(monkeypatch, "_classify_direct")
+    inline = watch_choice(monkeypatch, "_classify_inline")
     filled: list[int] = []  # the keys in the cache after each batch
     real = ingest._ingest_batch
 
@@ -182,7 +186,12 @@ def test_numbered_keys_are_classified_past_the_cache_alike(tmp_path, monkeypatch
 
     direct = stored("direct")
     assert len(taken) >= 3 and all(taken), taken
+    # keys more than half of the lines: each row classified where it is
+    assert set(inline) == {make is not repeats_log}, inline
     assert set(filled) == {0}  # the cache never filled
+    monkeypatch.setattr(ingest, "_classify_inline", lambda read: not inline[0])  # the other way
+    assert stored("the other way") == direct
+    assert set(filled) == {0}
     filled.clear()
     monkeypatch.setattr(ingest, "_classify_direct", lambda *a: False)
     cached = stored("cached")

@@ -1,6 +1,7 @@
-"""The route template in C (logan/read/_route.c) against its SQL (route_template_sql), the
-reference: the same template for every path of the corpus and for paths made to sit on
-each rule's edges, and the C one is what an ingest stores."""
+"""The route template and its indirector in C (logan/read/_route.c) against their SQL
+(route_template_sql, _generic_exprs), the reference: the same template and indirector for
+every path of the corpus and for paths made to sit on each rule's edges, and the C ones
+are what an ingest stores."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from logan.read.classify import (
+    INDIRECTOR_FUNCTION,
     ROUTE_FUNCTION,
     STATIC_EXTENSIONS,
+    _generic_exprs,
     register_route_template,
     route_template_sql,
 )
@@ -28,15 +31,18 @@ pytestmark = pytest.mark.skipif(
 
 
 def differences(paths: list[str | None]) -> tuple[list[tuple], Counter]:
-    """(the paths whose two templates differ, with both; how often each placeholder came)."""
+    """(the paths whose two templates or two indirectors differ, with both of each; how
+    often each placeholder came)."""
     con = duckdb.connect()
     register_route_template(con)
     con.register("p", pa.table({"i": range(len(paths)), "path": pa.array(paths, pa.string())}))
     both = f"{route_template_sql('path')} AS by_sql, {ROUTE_FUNCTION}(path) AS by_c"
-    rows = con.execute(f"SELECT path, {both} FROM p ORDER BY i").fetchall()
+    indirectors = f"{_generic_exprs('by_sql')['indirector']}, {INDIRECTOR_FUNCTION}(by_c)"
+    rows = con.execute(f"SELECT path, by_sql, by_c, {indirectors} FROM (SELECT *, {both} FROM p ORDER BY i)"
+                       ).fetchall()  # fmt: skip
     con.close()
-    made = Counter(m for _, by_sql, _ in rows if by_sql for m in re.findall(r"\{(\w+)\}", by_sql))
-    return [r for r in rows if r[1] != r[2]], made
+    made = Counter(m for _, by_sql, *_ in rows if by_sql for m in re.findall(r"\{(\w+)\}", by_sql))
+    return [r for r in rows if r[1] != r[2] or r[3] != r[4]], made
 
 
 # Segments on the edges of each rule, and pieces to join them with.
@@ -67,6 +73,27 @@ def test_the_rules_edges_give_the_same_template_both_ways():
     # every rule took some of them, so the comparison covers each
     assert all(made[m] >= 10 for m in ("uuid", "date", "id", "hash", "file", "token", "slug"))
     assert made["other"] == 4
+
+
+# Segments the indirector reaches past or stops at.
+INDIRECTOR_EDGES = [
+    "", "api", "API", "apis", "rest", "v1", "v12", "v1.2", "v1.", "v1.2.3", "v.1", "v", "V1", "v1a",
+    "v\u0661", "x", "a.png", "{file}.png", "{file}.", "{file}", "x{file}.png", "{file}.a\nb", "\n",
+]  # fmt: skip
+
+
+def test_the_indirectors_edges_are_alike_both_ways():
+    rng = random.Random(11)
+    paths = ["/" + "/".join(rng.choices(INDIRECTOR_EDGES, k=rng.randint(1, 5))) for _ in range(4000)]
+    paths += ["/", "//", "///", "/api/", "/api/v1/", "/v1.2/rest/x/", "/v1./x", "/a/{file}.png", "*", "x", ""]
+    diff, _ = differences(paths)
+    assert diff == []
+    con = duckdb.connect()
+    register_route_template(con)
+    got = dict(con.execute(f"SELECT p, {INDIRECTOR_FUNCTION}(p) FROM unnest(?) AS t(p)", [paths]).fetchall())
+    # by hand: past the API prefixes to the next segment, a static file by its extension
+    assert [got[p] for p in ("/api/v1/", "/v1.2/rest/x/", "/v1./x", "/a/{file}.png", "/", "//", "*", "")] == [
+        "api/v1/", "v1.2/rest/x", "v1.", "*.png", "/", "/", "*", ""]  # fmt: skip
 
 
 @settings(max_examples=200, deadline=None)
@@ -117,9 +144,10 @@ def test_an_ingest_stores_the_c_template(tmp_path, monkeypatch):
     from logan.read import classify
     from logan.read.ingest import ingest
 
-    calls = []
-    by_c = classify._route_templates
-    monkeypatch.setattr(classify, "_route_templates", lambda paths: calls.append(len(paths)) or by_c(paths))
+    calls = Counter()
+    by_c = classify._each
+    monkeypatch.setattr(classify, "_each", lambda made, texts: calls.update({made.__name__: len(texts)})
+                        or by_c(made, texts))  # fmt: skip
 
     paths = ["/img/a1.PNG", "/api/v1/users/42", "/blog/2024-01-31/my-first-post", "/t/0123abcd9/x.js", "*"]
     log = tmp_path / "a.log"
@@ -130,10 +158,12 @@ def test_an_ingest_stores_the_c_template(tmp_path, monkeypatch):
     st = logan.open(tmp_path / "s.duckdb")
     try:
         ingest([str(log)], store=st, format="combined_D", profile="generic")
-        got = dict(st.con.execute("SELECT path, route FROM requests_data").fetchall())
+        got = dict(st.con.execute("SELECT path, (route, indirector) FROM requests_data").fetchall())
     finally:
         st.close()
     con = duckdb.connect()
-    want = {p: con.execute(f"SELECT {route_template_sql('$1')}", [p]).fetchone()[0] for p in paths}
+    both = f"{{'route': t, 'indirector': {_generic_exprs('t')['indirector']}}}"
+    sql = f"SELECT {both} FROM (SELECT {route_template_sql('$1')} AS t)"
+    want = {p: tuple(con.execute(sql, [p]).fetchone()[0].values()) for p in paths}
     assert got == want
-    assert sum(calls) == len(paths)
+    assert calls == {"templates": len(paths), "indirectors": len(paths)}

@@ -162,6 +162,7 @@ static int alnum_byte(unsigned char c) { return is_digit(c) || is_lower(c) || is
 static int slug_head_byte(unsigned char c) { return is_digit(c) || is_lower(c); }
 static int slug_byte(unsigned char c) { return is_digit(c) || is_lower(c) || c == '.'; }
 static int hex_byte(unsigned char c) { return is_hex(c); }
+static int digit_byte(unsigned char c) { return is_digit(c); }
 
 /* [a-z0-9]+(?:-[a-z0-9.]+){2,}: pieces between dashes, the first without dots, 3 or more */
 static int is_slug(const unsigned char *s, Py_ssize_t n) {
@@ -261,11 +262,53 @@ static int route(Out *o, const unsigned char *s, Py_ssize_t n) {
     return 0;
 }
 
-/* templates(offsets, data, offset, count) -> (offsets, data): the route templates of an
- * Arrow string array's `count` texts from `offset` on (its int32 offsets and data buffers),
- * as the buffers of another whose first `offset` texts are empty, so that the input's
+/* "api", "rest" or v\d+(?:\.\d+)?: a segment the indirector reaches past */
+static int api_prefix(const unsigned char *s, Py_ssize_t n) {
+    if ((n == 3 && memcmp(s, "api", 3) == 0) || (n == 4 && memcmp(s, "rest", 4) == 0))
+        return 1;
+    if (n < 2 || s[0] != 'v')
+        return 0;
+    Py_ssize_t i = 1;
+    while (i < n && is_digit(s[i]))
+        i++;
+    if (i == 1)
+        return 0;
+    if (i == n)
+        return 1;
+    if (s[i] != '.' || i + 1 == n)
+        return 0;
+    return all_of(s + i + 1, n - i - 1, digit_byte);
+}
+
+/* classify._generic_exprs' indirector of a route template: a template that is no path is
+ * its own; a static file's, `*` and its extension; else the first segment past the API
+ * prefixes, with them (`api/v1/users`), or "/" when that is empty. */
+static int indirector(Out *o, const unsigned char *s, Py_ssize_t n) {
+    if (n == 0 || s[0] != '/')
+        return put(o, s, n);
+    Py_ssize_t last = n; /* the last segment is s[last, n) */
+    while (s[last - 1] != '/')
+        last--;
+    if (n - last > 7 && memcmp(s + last, "{file}.", 7) == 0)
+        return put(o, "*", 1) || put(o, s + last + 6, n - last - 6);
+    Py_ssize_t start = 1, end;
+    for (;;) {
+        for (end = start; end < n && s[end] != '/'; end++)
+            ;
+        if (end == n || !api_prefix(s + start, end - start))
+            break;
+        start = end + 1;
+    }
+    return end == 1 ? put(o, "/", 1) : put(o, s + 1, end - 1);
+}
+
+typedef int (*Text)(Out *o, const unsigned char *s, Py_ssize_t n);
+
+/* `made`(offsets, data, offset, count) -> (offsets, data): what `made` makes of an Arrow
+ * string array's `count` texts from `offset` on (its int32 offsets and data buffers), as
+ * the buffers of another whose first `offset` texts are empty, so that the input's
  * validity buffer and offset serve it as they are. */
-static PyObject *templates(PyObject *self, PyObject *args) {
+static PyObject *each(PyObject *args, Text made) {
     Py_buffer offsets, data;
     Py_ssize_t first, count;
     if (!PyArg_ParseTuple(args, "y*y*nn", &offsets, &data, &first, &count))
@@ -289,7 +332,7 @@ static PyObject *templates(PyObject *self, PyObject *args) {
         int32_t a = in[k], b = in[k + 1];
         if (a < 0 || b < a || b > data.len)
             failed = BAD_OFFSETS;
-        else if (route(&o, (const unsigned char *)data.buf + a, b - a) || o.len > INT32_MAX)
+        else if (made(&o, (const unsigned char *)data.buf + a, b - a) || o.len > INT32_MAX)
             failed = NO_MEMORY;
         else
             out_offsets[k + 1] = (int32_t)o.len;
@@ -310,6 +353,9 @@ done:
     PyBuffer_Release(&data);
     return result;
 }
+
+static PyObject *templates(PyObject *self, PyObject *args) { return each(args, route); }
+static PyObject *indirectors(PyObject *self, PyObject *args) { return each(args, indirector); }
 
 /* set_extensions(["png", "jpg", ...]): the lower-case extensions a static file has */
 static PyObject *set_extensions(PyObject *self, PyObject *arg) {
@@ -345,6 +391,7 @@ static PyObject *set_extensions(PyObject *self, PyObject *arg) {
 
 static PyMethodDef methods[] = {
     {"templates", templates, METH_VARARGS, "route templates of an Arrow string array's buffers"},
+    {"indirectors", indirectors, METH_VARARGS, "the indirectors of route templates, the same way"},
     {"set_extensions", set_extensions, METH_O, "the extensions of static files"},
     {NULL, NULL, 0, NULL},
 };

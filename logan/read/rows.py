@@ -192,13 +192,15 @@ class Classification:
     When the answers are cached across batches (logan.read.classify.ClassCache), `setup`
     makes the cache once, and `fill` gives the statement that classifies the new keys of a
     batch's keyed relation; `direct` is `sql` with the keys classified where they are,
-    the cache neither filled nor read (for numbered keys)."""
+    the cache neither filled nor read (for numbered keys); `inline` classifies every row
+    where it is, no keys at all (for batches whose keys are nearly all distinct)."""
 
     sql: Callable[[str, Keyed | None], str]
     keys: tuple[str, ...]
     setup: str | None = None
     fill: Callable[[str], str] | None = None  # its INSERT gives how many keys it added
     direct: Callable[[str, Keyed], str] | None = None
+    inline: Callable[[str], str] | None = None
 
 
 # None leaves the classification columns NULL.
@@ -226,17 +228,19 @@ def insert_sql(
     numbered: Numbered | None = None,
     direct: bool = False,
     rebuild: bool = False,
+    inline: bool = False,
 ) -> str:
     """The INSERT of the rows a split reads (`raw_sql`); `numbered`: the keys, when
     `raw_sql` carries their numbers; `direct`: classified by the classification's `direct`
-    (with `numbered` keys), no prepare_sql before it; `rebuild`: see stored_columns."""
+    (with `numbered` keys), no prepare_sql before it; `inline`: by its `inline`, each row
+    where it is (no prepare_sql either); `rebuild`: see stored_columns."""
     carry = (KEY_ID,) if numbered is not None else ()
     derived = derived_sql(cf, typed_sql(cf, raw_sql, tz, False, checked, numbers, carry), carry)
     keyed = _keyed(cf, raw_sql, tz, classify, numbered)
     if keyed is not None and _cached(classify) and numbered is None:
         keyed = (f"SELECT * FROM {KEYS_TABLE}", *keyed[1:])  # made by prepare_sql
     assert not direct or (numbered is not None and keyed is not None)
-    return _insert(cf, derived, classify, keep, keyed, direct, rebuild)
+    return _insert(cf, derived, classify, keep, keyed, direct, rebuild, inline)
 
 
 # A batch's keys (its distinct request lines and what follows from them), when the
@@ -347,12 +351,16 @@ def _insert(
     keyed: Keyed | None = None,
     direct: bool = False,
     rebuild: bool = False,
+    inline: bool = False,
 ) -> str:
     names = stored_columns(cf, classify is not None, keep, rebuild)
     cols = ", ".join(names)
     values = cols
     if classify is None:
         source = derived
+    elif inline:
+        assert classify.inline is not None
+        source = classify.inline(derived)
     elif direct:
         assert classify.direct is not None and keyed is not None
         source = classify.direct(derived, keyed)
