@@ -65,8 +65,7 @@ class Store:
     def _ensure_schema(self) -> None:
         # One transaction: a run killed while it makes a new store leaves an empty file,
         # which holds nothing yet, never tables without a version (a store too old to read).
-        self.con.execute("BEGIN")
-        try:
+        with transaction(self.con):
             self.con.execute("CREATE TABLE IF NOT EXISTS logan_meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
             for name in schema.PLAIN_TABLES:
                 self.con.execute(schema.create_table_sql(name))
@@ -76,10 +75,6 @@ class Store:
             # a new store gets today's version, an older one is now migrated (the tables
             # above); a store as it should be is not written at all (it opens on a full disk)
             set_meta(self.con, "schema_version", str(schema.SCHEMA_VERSION))
-            self.con.execute("COMMIT")
-        except BaseException:
-            self.con.execute("ROLLBACK")
-            raise
 
     def ensure_columns(self, columns: Iterable[str]) -> None:
         """Store these canonical columns from now on (see schema.REQUESTS_TABLE)."""
@@ -231,38 +226,52 @@ def append_requests(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame) -> int:
     first = "min(a.line_no)" if "line_no" in rows.columns else "NULL"
     ensure_columns(con, rows.columns)
     con.register("__append", rows)
-    own = not _in_transaction(con)  # else the caller's transaction: commits with it
-    if own:
-        con.execute("BEGIN")
     try:
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE __append_ingests AS SELECT "
-            "(SELECT coalesce(max(ingest_id), 0) FROM ingests) "
-            "+ row_number() OVER (ORDER BY source, dialect, format) AS ingest_id, * "
-            f"FROM (SELECT {', '.join(f'{sql} AS {c}' for c, sql in key.items())}, "
-            f"{first} AS first_line, count(*) AS n FROM __append AS a GROUP BY ALL)"
-        )
-        con.execute(
-            "INSERT INTO ingests (ingest_id, source, dialect, format, first_line, lines, rows,"
-            " rejects, events, bytes, started_at, seconds) SELECT ingest_id, source, dialect,"
-            " format, first_line, n, n, 0, 0, NULL, current_timestamp::TIMESTAMP, 0 FROM __append_ingests"
-        )
-        kept = f" EXCLUDE ({', '.join(given)})" if given else ""
-        on = " AND ".join(f"{sql} IS NOT DISTINCT FROM i.{c}" for c, sql in key.items())
-        n = con.execute(
-            f"INSERT INTO {schema.REQUESTS_TABLE} BY NAME SELECT a.*{kept}, i.ingest_id "
-            f"FROM __append AS a JOIN __append_ingests AS i ON {on}"
-        ).fetchall()
-        con.execute("DROP TABLE __append_ingests")
-        if own:
-            con.execute("COMMIT")
-    except BaseException:
-        if own:
-            con.execute("ROLLBACK")
-        raise
+        with transaction(con):
+            con.execute(
+                "CREATE OR REPLACE TEMP TABLE __append_ingests AS SELECT "
+                "(SELECT coalesce(max(ingest_id), 0) FROM ingests) "
+                "+ row_number() OVER (ORDER BY source, dialect, format) AS ingest_id, * "
+                f"FROM (SELECT {', '.join(f'{sql} AS {c}' for c, sql in key.items())}, "
+                f"{first} AS first_line, count(*) AS n FROM __append AS a GROUP BY ALL)"
+            )
+            con.execute(
+                "INSERT INTO ingests (ingest_id, source, dialect, format, first_line, lines, rows,"
+                " rejects, events, bytes, started_at, seconds) SELECT ingest_id, source, dialect,"
+                " format, first_line, n, n, 0, 0, NULL, current_timestamp::TIMESTAMP, 0 FROM __append_ingests"
+            )
+            kept = f" EXCLUDE ({', '.join(given)})" if given else ""
+            on = " AND ".join(f"{sql} IS NOT DISTINCT FROM i.{c}" for c, sql in key.items())
+            n = con.execute(
+                f"INSERT INTO {schema.REQUESTS_TABLE} BY NAME SELECT a.*{kept}, i.ingest_id "
+                f"FROM __append AS a JOIN __append_ingests AS i ON {on}"
+            ).fetchall()
+            con.execute("DROP TABLE __append_ingests")
     finally:
         con.unregister("__append")
     return n[0][0]
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """The block's statements in one transaction, rolled back when one fails; in the
+    caller's when one is open (then committed or undone with it)."""
+    if _in_transaction(con):
+        yield
+        return
+    con.execute("BEGIN")
+    try:
+        yield
+        con.execute("COMMIT")
+    except BaseException:
+        roll_back(con)
+        raise
+
+
+def roll_back(con: duckdb.DuckDBPyConnection) -> None:
+    """Undo the open transaction; a COMMIT that failed (the disk full) has ended it already."""
+    with contextlib.suppress(duckdb.TransactionException):
+        con.execute("ROLLBACK")
 
 
 def _in_transaction(con: duckdb.DuckDBPyConnection) -> bool:

@@ -48,7 +48,7 @@ from logan.read.sources import (
     read_batches,
     scan_rows,
 )
-from logan.store import Store, filter_pushdown, open_store, stored_columns
+from logan.store import Store, filter_pushdown, open_store, roll_back, stored_columns
 
 # DuckDB's memory during an ingest into a file: enough for a block's batch in flight (the
 # same speed as without a limit on a 5 GB log), small enough that RSS stays flat (the
@@ -446,20 +446,19 @@ class _Reading:
     def fast_insert_direct(self) -> str:
         """fast_insert with the batch's keys classified in it, past the class cache (see
         _classify_direct)."""
-        assert self.fast is not None and self.plan is not None
-        p, c = self.plan, self.classification
-        return rows.insert_sql(
-            self.cf, self.fast, self.tz, c, self.keep, p.checked, p.numbers, self.numbered, True, self.rebuild
-        )
+        return self._past_the_cache(direct=True)
 
     @functools.cached_property
     def fast_insert_inline(self) -> str:
         """fast_insert with every row classified where it is (see _classify_inline)."""
+        return self._past_the_cache(inline=True)
+
+    def _past_the_cache(self, **how: bool) -> str:
         assert self.fast is not None and self.plan is not None
-        p, c = self.plan, self.classification
+        p = self.plan
         return rows.insert_sql(
-            self.cf, self.fast, self.tz, c, self.keep, p.checked, p.numbers, self.numbered,
-            rebuild=self.rebuild, inline=True,
+            self.cf, self.fast, self.tz, self.classification, self.keep, p.checked, p.numbers,
+            self.numbered, rebuild=self.rebuild, **how,
         )  # fmt: skip
 
     @functools.cached_property
@@ -504,13 +503,6 @@ class _IngestRow:
             [lines, n_rows, rejects, n_events, nbytes, time.perf_counter() - self.t0, self.key[0]],
         )
         self.inserted = True  # by the batch's transaction: the next batch only counts
-
-
-def _roll_back(con: duckdb.DuckDBPyConnection) -> None:
-    """Undo a batch that failed; a COMMIT that failed (the disk full) has ended the
-    transaction already. Every batch committed before stays."""
-    with contextlib.suppress(duckdb.TransactionException):
-        con.execute("ROLLBACK")
 
 
 # How DuckDB says the disk is full: writing the file or WAL, or its temporary files.
@@ -711,7 +703,7 @@ def _ingest_batch(st: Store, r: _Reading, batch: Batch, out: SourceSummary) -> C
         if r.classes is not None:
             r.classes.size += added
     except BaseException:
-        _roll_back(con)
+        roll_back(con)  # every batch committed before stays
         raise
     finally:
         con.unregister("__batch")
