@@ -349,6 +349,10 @@ typedef struct {
     Py_ssize_t got;
 } Buffers;
 
+/* The bytes of a slot of `room` numbers: the int64 values, then the validity bitmap,
+ * rounded up to 8 so that the next slot's values are aligned. */
+static inline Py_ssize_t number_slot(Py_ssize_t room) { return room * 8 + ((room + 7) / 8 + 7) / 8 * 8; }
+
 /* Hold every buffer of the sequence `seq`; -1 with an exception set when one is not. */
 static int hold_buffers(PyObject *seq, Buffers *d) {
     Py_ssize_t n = PySequence_Size(seq);
@@ -401,28 +405,14 @@ static PyObject *split(PyObject *self, PyObject *args) {
     const char **bufs = data.bufs;
     /* a slot holds room for as many rows as can be taken */
     Py_ssize_t room = most >= 0 && most < n ? most : n;
-    if (outbuf.len < (Py_ssize_t)nslots * room * (Py_ssize_t)sizeof(View)) {
-        PyErr_SetString(PyExc_ValueError, "the output buffer holds fewer than slots x lines views");
-        goto done;
-    }
-    PyObject *rows = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
-    if (!rows)
-        goto done;
-    View *ov = (View *)outbuf.buf;
-    int32_t *taken = (int32_t *)PyByteArray_AS_STRING(rows);
-    const View *lines = views.buf;
-    const int32_t *offsets = body.len ? body.buf : NULL;
     const Step *steps = plan.buf;
-    Py_ssize_t m = 0;
-    int32_t starts[512], ends[512];
-    int64_t times[512];
     if (nslots > 512) {
         PyErr_SetString(PyExc_ValueError, "too many fields");
-        Py_DECREF(rows);
         goto done;
     }
-    /* A slot handed out as numbers (digits, or a time's microseconds) holds n int64 values,
-     * then the validity bitmap, in the room of its n views. */
+    /* A slot handed out as numbers (digits, or a time's microseconds) holds room int64
+     * values, then the validity bitmap (number_slot bytes); the others room views. The
+     * slots follow each other in the buffer (native.py's _slots says the same). */
     uint8_t as_number[512] = {0};
     for (Py_ssize_t k = 0; k < nsteps; k++) {
         const Step *s = &steps[k];
@@ -430,10 +420,29 @@ static PyObject *split(PyObject *self, PyObject *args) {
             ((s->shape == SHAPE_DIGITS && (s->most & AS_NUMBER)) || s->shape == SHAPE_TIME))
             as_number[s->a] = (uint8_t)s->shape;
     }
+    Py_ssize_t at[512], need = 0;
+    for (int k = 0; k < nslots; k++) {
+        at[k] = need;
+        need += as_number[k] ? number_slot(room) : room * (Py_ssize_t)sizeof(View);
+    }
+    if (outbuf.len < need) {
+        PyErr_SetString(PyExc_ValueError, "the output buffer holds fewer bytes than the slots of its lines");
+        goto done;
+    }
+    PyObject *rows = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
+    if (!rows)
+        goto done;
+    char *out = (char *)outbuf.buf;
+    int32_t *taken = (int32_t *)PyByteArray_AS_STRING(rows);
+    const View *lines = views.buf;
+    const int32_t *offsets = body.len ? body.buf : NULL;
+    Py_ssize_t m = 0;
+    int32_t starts[512], ends[512];
+    int64_t times[512];
     Py_BEGIN_ALLOW_THREADS
     for (int k = 0; k < nslots; k++)
         if (as_number[k])
-            memset((int64_t *)&ov[(Py_ssize_t)k * room] + room, 0, (size_t)(room + 7) / 8);
+            memset((int64_t *)(out + at[k]) + room, 0, (size_t)(room + 7) / 8);
     for (; i < n && m != most; i++) {
         const View *line = &lines[i];
         const char *p = view_data(line, bufs);
@@ -446,7 +455,7 @@ static PyObject *split(PyObject *self, PyObject *args) {
             continue;
         for (int k = 0; k < nslots; k++) {
             if (as_number[k]) {
-                int64_t *values = (int64_t *)&ov[(Py_ssize_t)k * room];
+                int64_t *values = (int64_t *)(out + at[k]);
                 uint8_t *valid = (uint8_t *)(values + room);
                 if (as_number[k] == SHAPE_TIME) {
                     values[m] = times[k];
@@ -455,14 +464,14 @@ static PyObject *split(PyObject *self, PyObject *args) {
                     put_number(values, valid, m, p + starts[k], ends[k] - starts[k]);
                 }
             } else {
-                put_view(&ov[(Py_ssize_t)k * room + m], p + starts[k], ends[k] - starts[k], line->u.ref.buf,
+                put_view((View *)(out + at[k]) + m, p + starts[k], ends[k] - starts[k], line->u.ref.buf,
                          line->u.ref.off + starts[k]);
             }
         }
         taken[m++] = (int32_t)i;
     }
     Py_END_ALLOW_THREADS
-    result = Py_BuildValue("nNn", m, rows, i); /* i: the lines read, taken or not */
+    result = Py_BuildValue("nNnn", m, rows, i, need); /* i: the lines read, taken or not */
 done:
     release_buffers(&data);
     PyBuffer_Release(&views);
@@ -802,8 +811,9 @@ static PyMethodDef methods[] = {
      "without_query(views, buffers, request, out) -> bytes; out gets the texts without their query"},
     {"split", split, METH_VARARGS,
      "split(views, buffers, body_offsets, plan, literals, forbidden, slots, sep, no_tab, out[, most])"
-     " -> (taken, taken line indexes, lines read); out gets slots x lines (or x most) field views,"
-     " slot-major (or a slot's int64 values and validity bitmap); reading stops once `most` are taken"},
+     " -> (taken, taken line indexes, lines read, bytes of out used); out gets each slot's lines"
+     " (or `most`) field views, or int64 values and validity bitmap, one slot after the other;"
+     " reading stops once `most` are taken"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -465,10 +465,13 @@ def split(
     views, data = _views(lines)
     offsets = b"" if body is None else np.ascontiguousarray(body, dtype=np.int32)
     n = len(lines) if most < 0 else min(most, len(lines))  # the rows a field's slot has room for
-    out = BUFFERS.get(len(p.fields) * n * 16, slack=1.5)  # batches of 2 or 3 row groups
-    m, taken, through = _split.split(
+    at = _slots(p, n)
+    out = BUFFERS.get(at[-1], slack=1.5)  # batches of 2 or 3 row groups
+    m, taken, through, used = _split.split(
         views, data, offsets, p.steps, p.literals, p.forbidden, len(p.fields), p.sep, int(p.no_tab), out, most
     )
+    if used != at[-1]:  # the plan's numbers and its steps disagree: the slots would be misread
+        raise RuntimeError(f"the split laid out {used} bytes of fields where {at[-1]} were expected")
     idx = np.frombuffer(taken, np.int32, m)
     out_buf = pa.py_buffer(out)
     cols = {
@@ -476,12 +479,25 @@ def split(
         "line": _taken_views(views, idx, data),
     }
     for k, f in enumerate(p.fields):
-        slot = out_buf.slice(k * n * 16, n * 16)
+        slot = out_buf.slice(at[k], at[k + 1] - at[k])
         if f.alias in p.numbers:  # n values, then the validity bitmap
             cols[f.alias] = pa.Array.from_buffers(pa.int64(), m, [slot.slice(n * 8), slot.slice(0, m * 8)])
         else:
             cols[f.alias] = pa.Array.from_buffers(pa.string_view(), m, [None, slot.slice(0, m * 16), *data])
     return pa.table(cols), through
+
+
+def _slots(p: Plan, n: int) -> list[int]:
+    """Where each field's slot of `n` lines starts in split's output buffer, and where the
+    last ends (_split.c says the same): n views of 16 bytes, or for a field handed over as
+    numbers n int64 values and the validity bitmap, rounded up to 8 bytes. HAProxy's 16
+    numbers of 24 fields: 60 MB a batch instead of 90."""
+    bitmap = -(-n // 8)
+    number = n * 8 + -(-bitmap // 8) * 8
+    at = [0]
+    for f in p.fields:
+        at.append(at[-1] + (number if f.alias in p.numbers else n * 16))
+    return at
 
 
 def _taken_views(views: pa.Buffer, idx: np.ndarray, data: list) -> pa.Array:
