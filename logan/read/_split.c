@@ -658,7 +658,8 @@ static PyObject *without_query(PyObject *self, PyObject *args) {
     /* [q, e): the part cut out of text i (q NULL: nothing); two passes, to size the bytes */
     size_t need = 0;
     for (int pass = 0; pass < 2; pass++) {
-        char *to = pass ? PyBytes_AS_STRING(made) : NULL;
+        char *base = pass ? PyBytes_AS_STRING(made) : NULL, *to = base;
+        Py_BEGIN_ALLOW_THREADS /* the reader thread's: the ingest's own thread goes on */
         for (Py_ssize_t i = 0; i < n; i++) {
             const char *p = view_data(&in[i], data.bufs), *end = p + in[i].len, *t = p, *e = end;
             if (request) { /* the second of exactly three words */
@@ -690,10 +691,11 @@ static PyObject *without_query(PyObject *self, PyObject *args) {
             } else { /* the words around the query, copied to the bytes made */
                 memcpy(to, p, (size_t)(q - p));
                 memcpy(to + (q - p), e, (size_t)(end - e));
-                put_view(&out[i], to, len, (int32_t)nbufs, (int32_t)(to - PyBytes_AS_STRING(made)));
+                put_view(&out[i], to, len, (int32_t)nbufs, (int32_t)(to - base));
                 to += len;
             }
         }
+        Py_END_ALLOW_THREADS
         if (!pass && !(made = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)need)))
             goto done;
     }
@@ -756,6 +758,7 @@ static PyObject *dictionary_encode(PyObject *self, PyObject *args) {
     memset(slots, 0xFF, cap * sizeof(int32_t)); /* -1: empty */
     const View *v = views.buf;
     int32_t *ids = idbuf.buf, distinct = 0;
+    Py_BEGIN_ALLOW_THREADS /* the reader thread's: the ingest's own thread goes on */
     for (Py_ssize_t i = 0; i < n; i++) {
         const char *p = view_data(&v[i], data.bufs);
         size_t at = (size_t)text_hash(p, v[i].len) & (cap - 1);
@@ -774,6 +777,7 @@ static PyObject *dictionary_encode(PyObject *self, PyObject *args) {
             }
         }
     }
+    Py_END_ALLOW_THREADS
     first = PyBytes_FromStringAndSize((const char *)firsts, (Py_ssize_t)distinct * (Py_ssize_t)sizeof(int32_t));
 done:
     free(slots);
