@@ -699,6 +699,11 @@ QUERY_LINES = [
     "GET http://h?x HTTP/1.1",
     "GET /? HTTP/1.1",
     "GET ?x HTTP/1.1",
+    "G ?x HTTP/",
+    "GET /a?x=1 FTP/1",
+    "GET a?u=http://x/y?z HTTP/1.1",
+    "GET /a?b?c HTTP/1.1",
+    "-",
     "GET /a?x=1",
     "GET /a?x=1 HTTP/1.1 more",
     "GET  /a?x=1 HTTP/1.1",
@@ -721,15 +726,29 @@ def test_keys_without_query_read_as_whole_lines_do(ingest_text, monkeypatch):
         plans.append(p)
         return real(con, cf, p, batch)
 
-    found = {}
-    for reader in ("native", "sql"):
+    found, flags = {}, {}
+    for reader in ("native", "sql", "regex"):
         with reading_with(monkeypatch, reader):
             monkeypatch.setattr(native, "read_batch", spy)
-            _, req, rej = ingest_text(text, "common", profile="generic")
+            s, req, rej = ingest_text(text, "common", profile="generic")
         found[reader] = req.drop(columns=["source", "ingest_id"], errors="ignore")
+        flags[reader] = s.store.sql("SELECT request_rebuilt FROM requests_data ORDER BY line_no")
         assert len(req) + len(rej) == len(QUERY_LINES)
-    assert plans and all(p.cut == ("request",) for p in plans)
-    assert found["native"].equals(found["sql"])
+    assert plans and all(p.cut == ("request",) and p.row_query for p in plans)
+    assert found["native"].equals(found["sql"]) and found["native"].equals(found["regex"])
+    # The line is left to the view to rebuild exactly when its parts joined are the line
+    # (per key for the split's readers, per row for the regex's): joined here in Python.
+    parts = found["native"][["method", "path", "query", "protocol"]].astype(object)
+    parts = parts.where(parts.notna(), None).itertuples(index=False)
+    joined = [
+        f"{m} {p}{'' if q is None else '?' + q} {v}" if None not in (m, p, v) else None
+        for m, p, q, v in parts
+    ]
+    lines = [QUERY_LINES[n - 1] for n in found["native"]["line_no"]]
+    expected = [j == line for j, line in zip(joined, lines, strict=True)]
+    assert sum(expected) >= 10 and not all(expected)
+    for reader in flags:
+        assert flags[reader]["request_rebuilt"].tolist() == expected, reader
     got = found["native"].set_index("request")
     assert got.loc["GET /items/42?session=" + "s" * 200 + " HTTP/1.1", "query"] == "session=" + "s" * 200
     assert got.loc["GET http://h?x/b?y=1 HTTP/1.1", ["vhost", "path", "query"]].tolist() == [
@@ -804,15 +823,23 @@ def test_without_query_cuts_where_the_path_ends(request_line):
         QUERY_LINES if request_line else [t.split(" ")[1] if t.count(" ") >= 1 else t for t in QUERY_LINES]
     )
 
-    def cut(target: str) -> str:
+    def query_at(target: str) -> int:
         start = 0
         if "://" in target and not target.startswith("/"):
-            slash = target.find("/", target.index("://") + 3)
-            if slash < 0:
-                return target
-            start = slash
-        q = target.find("?", start)
+            start = target.find("/", target.index("://") + 3)
+            if start < 0:
+                return -1
+        return target.find("?", start)
+
+    def cut(target: str) -> str:
+        q = query_at(target)
         return target if q < 0 else target[:q]
+
+    def query(text: str) -> str | None:  # rows.py's query of a whole request line
+        words = text.split(" ")
+        if len(words) != 3 or not words[2].startswith("HTTP/") or query_at(words[1]) < 0:
+            return None
+        return words[1][query_at(words[1]) + 1 :]
 
     def expected(text: str) -> str:
         if not request_line:
@@ -823,6 +850,12 @@ def test_without_query_cuts_where_the_path_ends(request_line):
     got = native.without_query(pa.array(texts, pa.string_view()), request_line).to_pylist()
     assert got == [expected(t) for t in texts]
     assert got[0] == ("GET /a HTTP/1.1" if request_line else "/a")
+    if request_line:  # the rows' queries, cut in the same pass, with NULL lines among them
+        lines = pa.array([*texts, None, *texts], pa.string_view()).slice(3)
+        cut_too, queries = native.request_without_query(lines)
+        assert cut_too.to_pylist() == native.without_query(lines, True).to_pylist()
+        assert queries.to_pylist() == [None if t is None else query(t) for t in lines.to_pylist()]
+        assert queries.null_count >= 10
 
 
 @needs_c

@@ -637,19 +637,30 @@ static const char *query_start(const char *t, const char *end) {
  * request=1) loses it from its second word ("GET /a HTTP/1.1"), a target ("/a?x=1") its
  * tail ("/a"); a text without one is its own view. What classification keys on when it
  * reads the path and not the query: a log whose query strings rarely repeat then has a key
- * per path, not per line. A line that is not "A B C" keeps its text (its path is NULL). */
+ * per path, not per line. A line that is not "A B C" keeps its text (its path is NULL).
+ *
+ * With `queries` and `valid` (request lines only), each line's query as
+ * logan/read/rows.py derives it from the whole line goes there too, so that no row's line is
+ * split again in SQL: the text after the '?' of a line "A B HTTP/..." whose target has one,
+ * else NULL (its bit in `valid` stays 0). */
 static PyObject *without_query(PyObject *self, PyObject *args) {
-    Py_buffer views = {0}, outbuf = {0};
+    Py_buffer views = {0}, outbuf = {0}, qbuf = {0}, vbuf = {0};
     PyObject *buffers, *made = NULL;
     int request;
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*Opw*", &views, &buffers, &request, &outbuf))
+    if (!PyArg_ParseTuple(args, "y*Opw*|w*w*", &views, &buffers, &request, &outbuf, &qbuf, &vbuf))
         return NULL;
     Py_ssize_t n = views.len / (Py_ssize_t)sizeof(View), nbufs = PySequence_Size(buffers);
     Buffers data = {0};
-    if (outbuf.len < views.len) {
-        PyErr_SetString(PyExc_ValueError, "one view out per view in");
+    View *queries = qbuf.buf;
+    uint8_t *valid = vbuf.buf;
+    if (outbuf.len < views.len || (queries && (!request || qbuf.len < views.len || vbuf.len < (n + 7) / 8))) {
+        PyErr_SetString(PyExc_ValueError, "one view out per view in (queries: of request lines, a bit each)");
         goto done;
+    }
+    if (queries) {
+        memset(queries, 0, (size_t)n * sizeof(View));
+        memset(valid, 0, (size_t)(n + 7) / 8);
     }
     if (nbufs < 0 || hold_buffers(buffers, &data) < 0)
         goto done;
@@ -675,6 +686,11 @@ static PyObject *without_query(PyObject *self, PyObject *args) {
             }
             const char *q = query_start(t, e);
             int32_t len = q ? (int32_t)(in[i].len - (e - q)) : in[i].len;
+            if (pass && queries && q && end - e > 5 && memcmp(e + 1, "HTTP/", 5) == 0) {
+                int32_t at = in[i].len > 12 ? in[i].u.ref.off + (int32_t)(q + 1 - p) : 0;
+                put_view(&queries[i], q + 1, (int32_t)(e - q - 1), in[i].len > 12 ? in[i].u.ref.buf : 0, at);
+                valid[i / 8] |= (uint8_t)(1u << (i % 8));
+            }
             if (!pass) {
                 need += q && len > 12 && e < end ? (size_t)len : 0;
                 continue;
@@ -703,6 +719,10 @@ done:
     release_buffers(&data);
     PyBuffer_Release(&views);
     PyBuffer_Release(&outbuf);
+    if (qbuf.obj)
+        PyBuffer_Release(&qbuf);
+    if (vbuf.obj)
+        PyBuffer_Release(&vbuf);
     return made;
 }
 
@@ -812,7 +832,8 @@ static PyMethodDef methods[] = {
     {"dictionary_encode", dictionary_encode, METH_VARARGS,
      "dictionary_encode(views, buffers, ids) -> int32 bytes: each distinct text's first index; ids: its number"},
     {"without_query", without_query, METH_VARARGS,
-     "without_query(views, buffers, request, out) -> bytes; out gets the texts without their query"},
+     "without_query(views, buffers, request, out[, queries, valid]) -> bytes; out gets the texts"
+     " without their query (queries: each request line's query, valid: its validity bitmap)"},
     {"split", split, METH_VARARGS,
      "split(views, buffers, body_offsets, plan, literals, forbidden, slots, sep, no_tab, out[, most])"
      " -> (taken, taken line indexes, lines read, bytes of out used); out gets each slot's lines"

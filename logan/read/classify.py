@@ -770,7 +770,8 @@ def classified_sql(
     key_columns() that follow from them, `columns`, `carried`), e.g. the distinct request
     lines of a batch and their path, vhost and query. The answers are then joined back on
     `columns`, and `relation` is not materialized (without trusted proxies and groups);
-    the `carried` columns (functions of `columns` alone) come from the key's row too.
+    the `carried` columns (functions of `columns` alone) come from the key's row too; those
+    named __* are not in `relation` (rows._keyed: an answer made per key).
 
     `cache` (with `keyed`): a ClassCache whose table holds the classification of every
     key of `keyed` (ClassCache.fill_sql): the answers are looked up there instead of
@@ -797,11 +798,10 @@ def classified_sql(
         cte = f"__r AS MATERIALIZED (SELECT * FROM ({relation})),\n"
     w_on = " AND ".join(f"__r.{k} IS NOT DISTINCT FROM __w.{k}" for k in keys)
     # the columns that follow from the keys alone, from the key's row: not cut out per row
-    r_cols = (
-        f"__r.* EXCLUDE ({', '.join(carried)}), " + "".join(f"__w.{c}, " for c in carried)
-        if carried
-        else "__r.*, "
-    )
+    # (those named __* only the key's row has: the rows do not make them at all)
+    own = [c for c in carried if not c.startswith("__")]
+    r_cols = f"__r.* EXCLUDE ({', '.join(own)}), " if own else "__r.*, "
+    r_cols += "".join(f"__w.{c}, " for c in carried)
     w_all = ", ".join([*keys, *carried])
     w_from = f"({w_src})"
     if cache is not None and keyed is not None and not a_cte and direct:

@@ -310,7 +310,10 @@ def _ingest_source(
                 keyed = rows.key_fields(cf, classification)
                 if plan is not None and keyed and not set(keyed) & (plan.numbers | set(plan.absent)):
                     cut = tuple(rows.query_cut(cf, classification, k) for k in keyed)
-                    plan = dataclasses.replace(plan, keyed=tuple(keyed), cut=cut)
+                    row_query = any(
+                        c == "request" and rows.query_as_cut(cf, k) for k, c in zip(keyed, cut, strict=True)
+                    )
+                    plan = dataclasses.replace(plan, keyed=tuple(keyed), cut=cut, row_query=row_query)
                 reading = _Reading(
                     cf, plan, tz, classification, keep, src.label, ingest_id, kept, classes=classes
                 )
@@ -422,7 +425,8 @@ class _Reading:
         """The keyed texts the C split's reader numbered (registered as __raw_keys)."""
         if self.plan is None or not self.plan.keyed:
             return None
-        return rows.Numbered("__raw_keys", any(c is not None for c in self.plan.cut))
+        p = self.plan
+        return rows.Numbered("__raw_keys", any(c is not None for c in p.cut), p.row_query)
 
     @functools.cached_property
     def fast_insert(self) -> str:

@@ -89,6 +89,9 @@ class Plan:
     # (without_query: "request" for a request line, "target" for a request target; None:
     # kept whole)
     cut: tuple[str | None, ...] = ()
+    # the reader hands each line's query over (ROW_QUERY), cut from the keyed request line
+    # (cut "request") as rows.py derives it: the format's request is that field's text as is
+    row_query: bool = False
 
     def sql(self, table: str) -> str:
         """The rows of read_batch() registered as `table`, with every field of the format:
@@ -508,6 +511,8 @@ def _taken_views(views: pa.Buffer, idx: np.ndarray, data: list) -> pa.Array:
 
 # The number read_batch gives each line's keyed text, the same for the same text.
 KEY_ID = "__kid"
+# Each line's query, when the plan's keyed request line loses it (Plan.row_query).
+ROW_QUERY = "__row_query"
 
 
 @dataclass
@@ -538,12 +543,18 @@ def read_batch(con, cf: CompiledFormat, p: Plan, batch: Batch, whole_rows: bool 
         raw, kept = _whole_row_groups(con, cf, lines, raw, through, batch.first_line, most)
     keys = None
     if p.keyed:
-        texts = []
+        texts, queries = [], None
         for field, cut in zip(p.keyed, p.cut, strict=True):
             t = raw.column(field).combine_chunks()
-            texts.append(t if cut is None else without_query(t, cut == "request"))
+            if cut == "request" and p.row_query:
+                t, queries = request_without_query(t)
+            elif cut is not None:
+                t = without_query(t, cut == "request")
+            texts.append(t)
         indices, distinct = number_keys(texts)
         raw = raw.append_column(KEY_ID, indices)
+        if queries is not None:
+            raw = raw.append_column(ROW_QUERY, queries)
         n = len(distinct[0])  # pa.array() of numpy data would import pandas (0.2 s)
         ids = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(np.arange(n, dtype=np.int32))])
         keys = pa.table({KEY_ID: ids, **dict(zip(p.keyed, distinct, strict=True))})
@@ -624,16 +635,51 @@ def dictionary_encode(texts: pa.Array) -> tuple[pa.Array, pa.Array]:
 def without_query(texts: pa.Array, request: bool) -> pa.Array:
     """The texts without their query strings (_split.without_query: of the request line's
     target when `request`, else of the target itself), as string views: most are views
-    into the same bytes, a request line that loses the middle of its text is copied. Texts
-    with NULLs at an offset (never a split's) are returned whole."""
-    if texts.offset and texts.null_count:
-        return texts
+    into the same bytes, a request line that loses the middle of its text is copied."""
+    return _without_query(texts, request, False)[0]
+
+
+def request_without_query(lines: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """(without_query of request lines, each line's query as rows.py derives it from the
+    whole line), both in one pass: the text after the '?' of a line "A B HTTP/..." whose
+    target has one, else NULL; views into the lines' own bytes. A row's query then needs
+    no split of its line in SQL (string_split of every row's request line, and the
+    comparison of the line with its parts joined, were a quarter of a HAProxy batch's
+    INSERT)."""
+    cut, queries = _without_query(lines, True, True)
+    assert queries is not None
+    return cut, queries
+
+
+def _without_query(texts: pa.Array, request: bool, queries: bool) -> tuple[pa.Array, pa.Array | None]:
     views, data = _views(texts)
+    valid = _validity(texts)
     out = bytearray(views.size)
-    made = _split.without_query(views, data, request, out)
-    valid = texts.buffers()[0] if texts.null_count else None
-    bufs = [valid, pa.py_buffer(out), *data, pa.py_buffer(made)]
-    return pa.Array.from_buffers(pa.string_view(), len(texts), bufs)
+    asked = (bytearray(views.size), bytearray((len(texts) + 7) // 8)) if queries else ()
+    made = _split.without_query(views, data, request, out, *asked)
+    cut = _string_views(len(texts), valid, out, [*data, pa.py_buffer(made)])
+    if not queries:
+        return cut, None
+    q_views, q_valid = asked
+    if valid is not None:  # a NULL line has no query, whatever its view holds
+        bits = np.frombuffer(q_valid, np.uint8)
+        np.bitwise_and(bits, np.frombuffer(valid, np.uint8, len(bits)), out=bits)
+    return cut, _string_views(len(texts), pa.py_buffer(q_valid), q_views, data)
+
+
+def _string_views(n: int, valid: pa.Buffer | None, views: bytearray, data: list) -> pa.Array:
+    return pa.Array.from_buffers(pa.string_view(), n, [valid, pa.py_buffer(views), *data])
+
+
+def _validity(texts: pa.Array) -> pa.Buffer | None:
+    """The validity bitmap of `texts` from its first element on (None: no NULLs)."""
+    if not texts.null_count:
+        return None
+    buf = texts.buffers()[0]
+    if texts.offset % 8 == 0:
+        return buf.slice(texts.offset // 8, (len(texts) + 7) // 8)
+    bits = np.unpackbits(np.frombuffer(buf, np.uint8), bitorder="little")
+    return pa.py_buffer(np.packbits(bits[texts.offset : texts.offset + len(texts)], bitorder="little"))
 
 
 def header_lengths(con, cf: CompiledFormat, lines: pa.Array, line_no: np.ndarray) -> np.ndarray:  # noqa: ANN001

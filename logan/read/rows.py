@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from logan import schema
 from logan.read.compile import CompiledFormat
-from logan.read.native import KEY_ID
+from logan.read.native import KEY_ID, ROW_QUERY
 
 # What classification may read of a row (logan.read.classify: paths, rules, requesters).
 CLASSIFIER_READS = ("path", "query", "vhost", "method", "request", "user_agent", "client", "forwarded_for")
@@ -162,6 +162,8 @@ def derived_sql(cf: CompiledFormat, typed: str, carry: tuple[str, ...] = ()) -> 
     classifier reads any of them; the insert keeps only the stored ones), and `carry`."""
     out = _derived_columns(cf)
     have = set(cf.typed("UTC")[0])
+    if ROW_QUERY in carry:  # each row's query as the C split's reader cut it (row_query)
+        out["query"] = ROW_QUERY
     # The filled columns, and NULL for those the classifier reads that the format lacks
     # (carrying 40 NULL columns through the classifier's materialized batch costs memory).
     wanted = set(out) | set(CLASSIFIER_READS)
@@ -211,10 +213,11 @@ Classifier = Classification | None
 class Numbered:
     """The distinct texts of the keyed fields that the C split's reader numbered
     (native.Read.keys), registered as `rel`; `cut`: a request line or target among them
-    lost its query string first (native.Plan.cut)."""
+    lost its query string first (native.Plan.cut); `query`: see native.Plan.row_query."""
 
     rel: str
     cut: bool = False
+    query: bool = False  # the rows carry their query as the reader cut it (ROW_QUERY)
 
 
 def insert_sql(
@@ -234,7 +237,7 @@ def insert_sql(
     `raw_sql` carries their numbers; `direct`: classified by the classification's `direct`
     (with `numbered` keys), no prepare_sql before it; `inline`: by its `inline`, each row
     where it is (no prepare_sql either); `rebuild`: see stored_columns."""
-    carry = (KEY_ID,) if numbered is not None else ()
+    carry = () if numbered is None else (KEY_ID, ROW_QUERY) if numbered.query else (KEY_ID,)
     derived = derived_sql(cf, typed_sql(cf, raw_sql, tz, False, checked, numbers, carry), carry)
     keyed = _keyed(cf, raw_sql, tz, classify, numbered)
     if keyed is not None and _cached(classify) and numbered is None:
@@ -314,9 +317,26 @@ def _keyed(
     derived = _derived_columns(cf)
     sources = {c: _typed_sources(cf, [c]) for c in schema.REQUEST_COLUMNS if c in derived and c not in on}
     carried = [c for c, made_of in sources.items() if made_of and made_of <= set(on)]
-    if numbered is not None and numbered.cut:  # the query and the raw text: each row's own
+    cut = numbered is not None and numbered.cut
+    if cut:  # the query and the raw text: each row's own
         carried = [c for c in carried if c not in WITH_QUERY]
+    if {"request", *schema.REQUEST_PARTS} <= {*on, *sources} and all(
+        c in on or sources[c] <= set(on) for c in ("request", *schema.REQUEST_PARTS)
+    ) and (not cut or numbered.query):  # fmt: skip
+        # Whether a row's request line is its parts joined, from its key's row: a key is
+        # the line itself, or the line without the query the row then has as the line
+        # does (row_query); either is its parts joined exactly when the line is. Compared
+        # per key, not per row (a row's line joined again was an eighth of a HAProxy
+        # batch's INSERT).
+        keys_sql = f"SELECT *, {REBUILT_TEST} AS {KEY_REBUILT} FROM ({keys_sql})"
+        carried.append(KEY_REBUILT)
     return keys_sql, join_on, carried
+
+
+# Whether a row's request line is its REQUEST_PARTS joined (the view then rebuilds it), and
+# the name of that test's answer made from a key's row (its keyed relation carries it).
+REBUILT_TEST = f"coalesce(request = ({schema.rebuilt_request_sql()}), false)"
+KEY_REBUILT = "__request_rebuilt"
 
 
 # The columns that hold a request's query string: a row's own, never its key's when the keys
@@ -341,6 +361,14 @@ def query_cut(cf: CompiledFormat, classify: Classifier, keyed: str) -> str | Non
     if fed in (["path"], ["path", "query"]):  # a path is the text before its first '?'
         return "target"
     return None
+
+
+def query_as_cut(cf: CompiledFormat, keyed: str) -> bool:
+    """Whether a row's query is what native.request_without_query cuts from the text of the
+    keyed field (a request line): the format derives it from its request, which is that
+    text as is ("-": none)."""
+    typed, _ = cf.typed("UTC")
+    return "query" not in typed and typed.get("request") in (keyed, f"nullif({keyed}, '-')")
 
 
 def _insert(
@@ -373,8 +401,9 @@ def _insert(
         for flag, (column, _) in flags.items():
             made |= {column: f"CASE WHEN __{flag} THEN NULL ELSE {column} END", flag: f"__{flag}"}
         values = ", ".join(made.get(c, c) for c in names)
-        tests = ", ".join(f"{same} AS __{flag}" for flag, (_, same) in flags.items())
-        source = f"SELECT *, {tests} FROM ({source})"
+        by_key = set() if inline or keyed is None else set(keyed[2])  # the key's row's answers
+        tests = ", ".join(f"{same} AS __{f}" for f, (_, same) in flags.items() if f"__{f}" not in by_key)
+        source = f"SELECT *, {tests} FROM ({source})" if tests else source
     return f"INSERT INTO {schema.REQUESTS_TABLE} ({cols}) SELECT {values} FROM ({source})"
 
 
@@ -383,7 +412,7 @@ def _left_to_the_view(names: list[str]) -> dict[str, tuple[str, str]]:
     for the flags among the stored columns `names` (stored_columns)."""
     out = {}
     if "request_rebuilt" in names:
-        out["request_rebuilt"] = ("request", f"coalesce(request = ({schema.rebuilt_request_sql()}), false)")
+        out["request_rebuilt"] = ("request", REBUILT_TEST)
     for column, (of, flag) in schema.COPIES.items():
         if flag in names:
             out[flag] = (column, f"{column} IS NOT DISTINCT FROM {of}")
