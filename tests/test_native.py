@@ -777,15 +777,19 @@ def test_keys_of_a_request_line_and_a_vhost_read_as_whole_lines_do(ingest_text, 
         keys.append(got.keys.to_pylist())
         return got
 
-    found, keys = {}, []
-    for reader in ("native", "sql"):
+    found, keys, flags = {}, [], {}
+    for reader in ("native", "sql", "regex"):
         with reading_with(monkeypatch, reader):
             monkeypatch.setattr(native, "read_batch", spy)
-            _, req, rej = ingest_text(text, '%v %h %l %u %t "%r" %>s %b', profile="generic")
+            s, req, rej = ingest_text(text, '%v %h %l %u %t "%r" %>s %b', profile="generic")
         found[reader] = req.drop(columns=["source", "ingest_id"], errors="ignore")
+        flags[reader] = s.store.sql("SELECT request_rebuilt FROM requests_data ORDER BY line_no")
         assert len(req) + len(rej) == 4 * len(QUERY_LINES)
     assert plans and all(p.cut == ("request", None) or p.cut == (None, "request") for p in plans)
-    assert found["native"].equals(found["sql"])
+    assert found["native"].equals(found["sql"]) and found["native"].equals(found["regex"])
+    # per key (the splits') as per row (the regex's): the line left to the view to rebuild
+    assert flags["native"].equals(flags["regex"]) and flags["sql"].equals(flags["regex"])
+    assert 0 < flags["regex"]["request_rebuilt"].sum() < len(flags["regex"])
     # the keys: each (request line without its query, vhost) once, counted in Python
     pairs = {(native.without_query(pa.array([r], pa.string_view()), True)[0].as_py(), h)
              for i, r in enumerate(QUERY_LINES * 4) for h in [hosts[i % 4]]}  # fmt: skip
