@@ -839,6 +839,12 @@ def test_without_query_cuts_where_the_path_ends(request_line):
         q = query_at(target)
         return target if q < 0 else target[:q]
 
+    def joined_again(text: str) -> bool:  # rows.py's parts of the line give it back
+        words = text.split(" ")
+        if len(words) != 3 or not words[2].startswith("HTTP/"):
+            return False
+        return not ("://" in words[1] and not words[1].startswith("/"))
+
     def query(text: str) -> str | None:  # rows.py's query of a whole request line
         words = text.split(" ")
         if len(words) != 3 or not words[2].startswith("HTTP/") or query_at(words[1]) < 0:
@@ -856,10 +862,12 @@ def test_without_query_cuts_where_the_path_ends(request_line):
     assert got[0] == ("GET /a HTTP/1.1" if request_line else "/a")
     if request_line:  # the rows' queries, cut in the same pass, with NULL lines among them
         lines = pa.array([*texts, None, *texts], pa.string_view()).slice(3)
-        cut_too, queries = native.request_without_query(lines)
+        cut_too, queries, rebuilt = native.request_without_query(lines)
         assert cut_too.to_pylist() == native.without_query(lines, True).to_pylist()
         assert queries.to_pylist() == [None if t is None else query(t) for t in lines.to_pylist()]
         assert queries.null_count >= 10
+        assert rebuilt.to_pylist() == [t is not None and joined_again(t) for t in lines.to_pylist()]
+        assert 0 < sum(rebuilt.to_pylist()) < len(lines) - 5
 
 
 @needs_c

@@ -614,20 +614,26 @@ done:
     return result;
 }
 
+/* Where the host of an absolute URI [t, end) starts, past its first "://"; NULL when the
+ * target is none (it starts with '/' or has no "://"), as logan/read/rows.py reads it. */
+static const char *scheme_end(const char *t, const char *end) {
+    if (end - t > 0 && *t != '/')
+        for (const char *c = t; c + 3 <= end; c++)
+            if (c[0] == ':' && c[1] == '/' && c[2] == '/')
+                return c + 3;
+    return NULL;
+}
+
+static int absolute(const char *t, const char *end) { return scheme_end(t, end) != NULL; }
+
 /* Where the query of a request target starts in [t, end): its first '?' after the host of
- * an absolute URI ("http://h?x/a" keeps "h?x" as its host, as logan/read/rows.py reads
- * it), NULL when it has none. */
+ * an absolute URI ("http://h?x/a" keeps "h?x" as its host), NULL when it has none. */
 static const char *query_start(const char *t, const char *end) {
-    const char *from = t;
-    if (end - t > 0 && *t != '/') {
-        for (const char *c = t; c + 3 <= end; c++) {
-            if (c[0] == ':' && c[1] == '/' && c[2] == '/') { /* absolute: the path after the host */
-                from = memchr(c + 3, '/', (size_t)(end - c - 3));
-                if (!from)
-                    return NULL;
-                break;
-            }
-        }
+    const char *from = t, *host = scheme_end(t, end);
+    if (host) { /* absolute: the path after the host */
+        from = memchr(host, '/', (size_t)(end - host));
+        if (!from)
+            return NULL;
     }
     return memchr(from, '?', (size_t)(end - from));
 }
@@ -642,26 +648,32 @@ static const char *query_start(const char *t, const char *end) {
  * With `queries` and `valid` (request lines only), each line's query as
  * logan/read/rows.py derives it from the whole line goes there too, so that no row's line is
  * split again in SQL: the text after the '?' of a line "A B HTTP/..." whose target has one,
- * else NULL (its bit in `valid` stays 0). */
+ * else NULL (its bit in `valid` stays 0). With `rebuilt` too, a bit a line: whether the
+ * line is its method, path, query and protocol joined again as rows.py derives them (a
+ * line "A B HTTP/..." whose target is no absolute URI), so that no row's line is compared
+ * with its parts in SQL. */
 static PyObject *without_query(PyObject *self, PyObject *args) {
-    Py_buffer views = {0}, outbuf = {0}, qbuf = {0}, vbuf = {0};
+    Py_buffer views = {0}, outbuf = {0}, qbuf = {0}, vbuf = {0}, rbuf = {0};
     PyObject *buffers, *made = NULL;
     int request;
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*Opw*|w*w*", &views, &buffers, &request, &outbuf, &qbuf, &vbuf))
+    if (!PyArg_ParseTuple(args, "y*Opw*|w*w*w*", &views, &buffers, &request, &outbuf, &qbuf, &vbuf, &rbuf))
         return NULL;
-    Py_ssize_t n = views.len / (Py_ssize_t)sizeof(View), nbufs = PySequence_Size(buffers);
+    Py_ssize_t n = views.len / (Py_ssize_t)sizeof(View), nbufs = PySequence_Size(buffers), bits = (n + 7) / 8;
     Buffers data = {0};
     View *queries = qbuf.buf;
-    uint8_t *valid = vbuf.buf;
-    if (outbuf.len < views.len || (queries && (!request || qbuf.len < views.len || vbuf.len < (n + 7) / 8))) {
+    uint8_t *valid = vbuf.buf, *rebuilt = rbuf.buf;
+    if (outbuf.len < views.len || (queries && (!request || qbuf.len < views.len || vbuf.len < bits)) ||
+        (rebuilt && (!queries || rbuf.len < bits))) {
         PyErr_SetString(PyExc_ValueError, "one view out per view in (queries: of request lines, a bit each)");
         goto done;
     }
     if (queries) {
         memset(queries, 0, (size_t)n * sizeof(View));
-        memset(valid, 0, (size_t)(n + 7) / 8);
+        memset(valid, 0, (size_t)bits);
     }
+    if (rebuilt)
+        memset(rebuilt, 0, (size_t)bits);
     if (nbufs < 0 || hold_buffers(buffers, &data) < 0)
         goto done;
     const View *in = views.buf;
@@ -686,11 +698,14 @@ static PyObject *without_query(PyObject *self, PyObject *args) {
             }
             const char *q = query_start(t, e);
             int32_t len = q ? (int32_t)(in[i].len - (e - q)) : in[i].len;
-            if (pass && queries && q && end - e > 5 && memcmp(e + 1, "HTTP/", 5) == 0) {
+            int http = request && end - e > 5 && memcmp(e + 1, "HTTP/", 5) == 0;
+            if (pass && queries && q && http) {
                 int32_t at = in[i].len > 12 ? in[i].u.ref.off + (int32_t)(q + 1 - p) : 0;
                 put_view(&queries[i], q + 1, (int32_t)(e - q - 1), in[i].len > 12 ? in[i].u.ref.buf : 0, at);
                 valid[i / 8] |= (uint8_t)(1u << (i % 8));
             }
+            if (pass && rebuilt && http && !absolute(t, e))
+                rebuilt[i / 8] |= (uint8_t)(1u << (i % 8));
             if (!pass) {
                 need += q && len > 12 && e < end ? (size_t)len : 0;
                 continue;
@@ -723,6 +738,8 @@ done:
         PyBuffer_Release(&qbuf);
     if (vbuf.obj)
         PyBuffer_Release(&vbuf);
+    if (rbuf.obj)
+        PyBuffer_Release(&rbuf);
     return made;
 }
 
@@ -832,8 +849,9 @@ static PyMethodDef methods[] = {
     {"dictionary_encode", dictionary_encode, METH_VARARGS,
      "dictionary_encode(views, buffers, ids) -> int32 bytes: each distinct text's first index; ids: its number"},
     {"without_query", without_query, METH_VARARGS,
-     "without_query(views, buffers, request, out[, queries, valid]) -> bytes; out gets the texts"
-     " without their query (queries: each request line's query, valid: its validity bitmap)"},
+     "without_query(views, buffers, request, out[, queries, valid[, rebuilt]]) -> bytes; out gets the"
+     " texts without their query (queries: each request line's query, valid: its validity bitmap;"
+     " rebuilt: a bit for each line that is its parts joined)"},
     {"split", split, METH_VARARGS,
      "split(views, buffers, body_offsets, plan, literals, forbidden, slots, sep, no_tab, out[, most])"
      " -> (taken, taken line indexes, lines read, bytes of out used); out gets each slot's lines"

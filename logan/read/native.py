@@ -511,8 +511,10 @@ def _taken_views(views: pa.Buffer, idx: np.ndarray, data: list) -> pa.Array:
 
 # The number read_batch gives each line's keyed text, the same for the same text.
 KEY_ID = "__kid"
-# Each line's query, when the plan's keyed request line loses it (Plan.row_query).
+# Each line's query, and whether the line is its parts joined, when the plan's keyed
+# request line loses its query (Plan.row_query).
 ROW_QUERY = "__row_query"
+ROW_REBUILT = "__row_rebuilt"
 
 
 @dataclass
@@ -543,18 +545,18 @@ def read_batch(con, cf: CompiledFormat, p: Plan, batch: Batch, whole_rows: bool 
         raw, kept = _whole_row_groups(con, cf, lines, raw, through, batch.first_line, most)
     keys = None
     if p.keyed:
-        texts, queries = [], None
+        texts, queries, rebuilt = [], None, None
         for field, cut in zip(p.keyed, p.cut, strict=True):
             t = raw.column(field).combine_chunks()
             if cut == "request" and p.row_query:
-                t, queries = request_without_query(t)
+                t, queries, rebuilt = request_without_query(t)
             elif cut is not None:
                 t = without_query(t, cut == "request")
             texts.append(t)
         indices, distinct = number_keys(texts)
         raw = raw.append_column(KEY_ID, indices)
         if queries is not None:
-            raw = raw.append_column(ROW_QUERY, queries)
+            raw = raw.append_column(ROW_QUERY, queries).append_column(ROW_REBUILT, rebuilt)
         n = len(distinct[0])  # pa.array() of numpy data would import pandas (0.2 s)
         ids = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(np.arange(n, dtype=np.int32))])
         keys = pa.table({KEY_ID: ids, **dict(zip(p.keyed, distinct, strict=True))})
@@ -636,35 +638,36 @@ def without_query(texts: pa.Array, request: bool) -> pa.Array:
     """The texts without their query strings (_split.without_query: of the request line's
     target when `request`, else of the target itself), as string views: most are views
     into the same bytes, a request line that loses the middle of its text is copied."""
-    return _without_query(texts, request, False)[0]
-
-
-def request_without_query(lines: pa.Array) -> tuple[pa.Array, pa.Array]:
-    """(without_query of request lines, each line's query as rows.py derives it from the
-    whole line), both in one pass: the text after the '?' of a line "A B HTTP/..." whose
-    target has one, else NULL; views into the lines' own bytes. A row's query then needs
-    no split of its line in SQL (string_split of every row's request line, and the
-    comparison of the line with its parts joined, were a quarter of a HAProxy batch's
-    INSERT)."""
-    cut, queries = _without_query(lines, True, True)
-    assert queries is not None
-    return cut, queries
-
-
-def _without_query(texts: pa.Array, request: bool, queries: bool) -> tuple[pa.Array, pa.Array | None]:
     views, data = _views(texts)
-    valid = _validity(texts)
     out = bytearray(views.size)
-    asked = (bytearray(views.size), bytearray((len(texts) + 7) // 8)) if queries else ()
-    made = _split.without_query(views, data, request, out, *asked)
-    cut = _string_views(len(texts), valid, out, [*data, pa.py_buffer(made)])
-    if not queries:
-        return cut, None
-    q_views, q_valid = asked
-    if valid is not None:  # a NULL line has no query, whatever its view holds
-        bits = np.frombuffer(q_valid, np.uint8)
-        np.bitwise_and(bits, np.frombuffer(valid, np.uint8, len(bits)), out=bits)
-    return cut, _string_views(len(texts), pa.py_buffer(q_valid), q_views, data)
+    made = _split.without_query(views, data, request, out)
+    return _string_views(len(texts), _validity(texts), out, [*data, pa.py_buffer(made)])
+
+
+def request_without_query(lines: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """(without_query of request lines, each line's query, whether each line is its parts
+    joined), all in one pass, as rows.py derives them from the whole line: the query is
+    the text after the '?' of a line "A B HTTP/..." whose target has one, else NULL (views
+    into the lines' own bytes); a line is its method, path, query and protocol joined when
+    it is "A B HTTP/..." and its target no absolute URI. A row's query and its
+    `request_rebuilt` then need no split of its line in SQL, nor a comparison of the line
+    with its parts joined (the two were a quarter of a HAProxy batch's INSERT, and a tenth
+    of one of a log whose every path is its own)."""
+    views, data = _views(lines)
+    valid = _validity(lines)
+    n = len(lines)
+    out, queries = bytearray(views.size), bytearray(views.size)
+    q_valid, rebuilt = bytearray((n + 7) // 8), bytearray((n + 7) // 8)
+    made = _split.without_query(views, data, True, out, queries, q_valid, rebuilt)
+    if valid is not None:  # a NULL line has no query and is no line joined, whatever its view
+        for bits in (q_valid, rebuilt):
+            b = np.frombuffer(bits, np.uint8)
+            np.bitwise_and(b, np.frombuffer(valid, np.uint8, len(b)), out=b)
+    return (
+        _string_views(n, valid, out, [*data, pa.py_buffer(made)]),
+        _string_views(n, pa.py_buffer(q_valid), queries, data),
+        pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(rebuilt)]),
+    )
 
 
 def _string_views(n: int, valid: pa.Buffer | None, views: bytearray, data: list) -> pa.Array:

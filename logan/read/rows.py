@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from logan import schema
 from logan.read.compile import CompiledFormat
-from logan.read.native import KEY_ID, ROW_QUERY
+from logan.read.native import KEY_ID, ROW_QUERY, ROW_REBUILT
 
 # What classification may read of a row (logan.read.classify: paths, rules, requesters).
 CLASSIFIER_READS = ("path", "query", "vhost", "method", "request", "user_agent", "client", "forwarded_for")
@@ -237,13 +237,15 @@ def insert_sql(
     `raw_sql` carries their numbers; `direct`: classified by the classification's `direct`
     (with `numbered` keys), no prepare_sql before it; `inline`: by its `inline`, each row
     where it is (no prepare_sql either); `rebuild`: see stored_columns."""
-    carry = () if numbered is None else (KEY_ID, ROW_QUERY) if numbered.query else (KEY_ID,)
+    row_query = numbered is not None and numbered.query  # and whether the row is its parts joined
+    carry = (KEY_ID, ROW_QUERY, ROW_REBUILT) if row_query else (KEY_ID,) if numbered is not None else ()
     derived = derived_sql(cf, typed_sql(cf, raw_sql, tz, False, checked, numbers, carry), carry)
     keyed = _keyed(cf, raw_sql, tz, classify, numbered)
     if keyed is not None and _cached(classify) and numbered is None:
         keyed = (f"SELECT * FROM {KEYS_TABLE}", *keyed[1:])  # made by prepare_sql
     assert not direct or (numbered is not None and keyed is not None)
-    return _insert(cf, derived, classify, keep, keyed, direct, rebuild, inline)
+    by_row = row_query and _parts_of_request(cf)
+    return _insert(cf, derived, classify, keep, keyed, direct, rebuild, inline, by_row)
 
 
 # A batch's keys (its distinct request lines and what follows from them), when the
@@ -320,14 +322,11 @@ def _keyed(
     cut = numbered is not None and numbered.cut
     if cut:  # the query and the raw text: each row's own
         carried = [c for c in carried if c not in WITH_QUERY]
-    if {"request", *schema.REQUEST_PARTS} <= {*on, *sources} and all(
-        c in on or sources[c] <= set(on) for c in ("request", *schema.REQUEST_PARTS)
-    ) and (not cut or numbered.query):  # fmt: skip
-        # Whether a row's request line is its parts joined, from its key's row: a key is
-        # the line itself, or the line without the query the row then has as the line
-        # does (row_query); either is its parts joined exactly when the line is. Compared
-        # per key, not per row (a row's line joined again was an eighth of a HAProxy
-        # batch's INSERT).
+    if not cut and all(c in on or c in carried for c in ("request", *schema.REQUEST_PARTS)):
+        # Whether a row's request line is its parts joined, from its key's row, which
+        # holds the same line and parts: compared once per key, not once per row (an
+        # eighth of a HAProxy batch's INSERT). Keys that lost their query have the rows'
+        # answer from the reader instead (ROW_REBUILT).
         keys_sql = f"SELECT *, {REBUILT_TEST} AS {KEY_REBUILT} FROM ({keys_sql})"
         carried.append(KEY_REBUILT)
     return keys_sql, join_on, carried
@@ -337,6 +336,13 @@ def _keyed(
 # the name of that test's answer made from a key's row (its keyed relation carries it).
 REBUILT_TEST = f"coalesce(request = ({schema.rebuilt_request_sql()}), false)"
 KEY_REBUILT = "__request_rebuilt"
+
+
+def _parts_of_request(cf: CompiledFormat) -> bool:
+    """Whether the format's REQUEST_PARTS are all cut from its request line (no field of
+    their own): the reader's ROW_REBUILT then says what REBUILT_TEST would."""
+    typed, _ = cf.typed("UTC")
+    return "request" in typed and not set(schema.REQUEST_PARTS) & set(typed)
 
 
 # The columns that hold a request's query string: a row's own, never its key's when the keys
@@ -380,7 +386,9 @@ def _insert(
     direct: bool = False,
     rebuild: bool = False,
     inline: bool = False,
+    by_row: bool = False,
 ) -> str:
+    """`by_row`: the rows carry ROW_REBUILT (the reader's answer to REBUILT_TEST)."""
     names = stored_columns(cf, classify is not None, keep, rebuild)
     cols = ", ".join(names)
     values = cols
@@ -402,6 +410,8 @@ def _insert(
             made |= {column: f"CASE WHEN __{flag} THEN NULL ELSE {column} END", flag: f"__{flag}"}
         values = ", ".join(made.get(c, c) for c in names)
         by_key = set() if inline or keyed is None else set(keyed[2])  # the key's row's answers
+        if by_row and "request_rebuilt" in flags:
+            flags["request_rebuilt"] = ("request", ROW_REBUILT)
         tests = ", ".join(f"{same} AS __{f}" for f, (_, same) in flags.items() if f"__{f}" not in by_key)
         source = f"SELECT *, {tests} FROM ({source})" if tests else source
     return f"INSERT INTO {schema.REQUESTS_TABLE} ({cols}) SELECT {values} FROM ({source})"
