@@ -714,17 +714,21 @@ QUERY_LINES = [
 
 def test_keys_without_query_read_as_whole_lines_do(ingest_text, monkeypatch):
     """The generic profile reads no query: the C split's reader numbers the request lines
-    without it (a key per path). Every column, the query and the raw line included, equals
-    the SQL split's, which keys on whole lines."""
+    without it (a key per path), and cuts each line's query, whether it is its parts joined,
+    and (a key a line: the rows are classified where they are) the route template and
+    indirector of its path. Every column equals the SQL split's, which keys on whole lines
+    and classifies in SQL, and the regex's, which compares each line with its parts."""
     text = "".join(
         f'10.0.0.{i} - - [10/Oct/2000:13:55:{i:02d} +0000] "{r}" 200 {i}\n' for i, r in enumerate(QUERY_LINES)
     )
-    plans = []
+    plans, made = [], []
     real = native.read_batch
 
-    def spy(con, cf, p, batch):  # noqa: ANN001, ANN202
+    def spy(con, cf, p, batch, **kw):  # noqa: ANN001, ANN003, ANN202
         plans.append(p)
-        return real(con, cf, p, batch)
+        got = real(con, cf, p, batch, **kw)
+        made.append(native.ROW_TEMPLATE in got.raw.column_names)
+        return got
 
     found, flags = {}, {}
     for reader in ("native", "sql", "regex"):
@@ -734,7 +738,9 @@ def test_keys_without_query_read_as_whole_lines_do(ingest_text, monkeypatch):
         found[reader] = req.drop(columns=["source", "ingest_id"], errors="ignore")
         flags[reader] = s.store.sql("SELECT request_rebuilt FROM requests_data ORDER BY line_no")
         assert len(req) + len(rej) == len(QUERY_LINES)
-    assert plans and all(p.cut == ("request",) and p.row_query for p in plans)
+    # a key a line: classified row by row, from the templates the reader made in C
+    assert plans and all(p.cut == ("request",) and p.row_query and p.row_templates for p in plans)
+    assert made and all(made)
     assert found["native"].equals(found["sql"]) and found["native"].equals(found["regex"])
     # The line is left to the view to rebuild exactly when its parts joined are the line
     # (per key for the split's readers, per row for the regex's): joined here in Python.
@@ -771,9 +777,9 @@ def test_keys_of_a_request_line_and_a_vhost_read_as_whole_lines_do(ingest_text, 
     plans = []
     real = native.read_batch
 
-    def spy(con, cf, p, batch):  # noqa: ANN001, ANN202
+    def spy(con, cf, p, batch, **kw):  # noqa: ANN001, ANN003, ANN202
         plans.append(p)
-        got = real(con, cf, p, batch)
+        got = real(con, cf, p, batch, **kw)
         keys.append(got.keys.to_pylist())
         return got
 

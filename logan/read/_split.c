@@ -743,6 +743,84 @@ done:
     return made;
 }
 
+/* request_paths(views, buffers, offsets, valid) -> bytes: each request line's path as
+ * logan/read/rows.py derives it, an Arrow string array's int32 `offsets` (n + 1) and data
+ * (returned); NULL (empty, its bit in `valid` 0) unless the line is "A B HTTP/...". The
+ * path is the target up to its first '?'; an absolute URI's is what follows its host, "/"
+ * when nothing does. What the route template of a row classified where it is reads: made
+ * in the reader thread from these, not per row in SQL. */
+static PyObject *request_paths(PyObject *self, PyObject *args) {
+    Py_buffer views = {0}, obuf = {0}, vbuf = {0};
+    PyObject *buffers, *made = NULL;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*Ow*w*", &views, &buffers, &obuf, &vbuf))
+        return NULL;
+    Py_ssize_t n = views.len / (Py_ssize_t)sizeof(View);
+    Buffers data = {0};
+    int32_t *offsets = obuf.buf;
+    uint8_t *valid = vbuf.buf;
+    if (obuf.len < (n + 1) * (Py_ssize_t)sizeof(int32_t) || vbuf.len < (n + 7) / 8) {
+        PyErr_SetString(PyExc_ValueError, "n + 1 offsets and a bit a line");
+        goto done;
+    }
+    if (hold_buffers(buffers, &data) < 0)
+        goto done;
+    const View *in = views.buf;
+    memset(valid, 0, (size_t)(n + 7) / 8);
+    int64_t need = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        char *to = pass ? PyBytes_AS_STRING(made) : NULL;
+        int64_t at = 0;
+        Py_BEGIN_ALLOW_THREADS /* the reader thread's */
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const char *p = view_data(&in[i], data.bufs), *end = p + in[i].len;
+            const char *sp1 = memchr(p, ' ', (size_t)in[i].len);
+            const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(end - sp1 - 1)) : NULL;
+            const char *t = NULL, *e = NULL;
+            if (sp2 && !memchr(sp2 + 1, ' ', (size_t)(end - sp2 - 1)) && end - sp2 > 5 &&
+                memcmp(sp2 + 1, "HTTP/", 5) == 0) {
+                t = sp1 + 1;
+                e = sp2;
+                const char *host = scheme_end(t, e);
+                if (host) { /* what follows the host, or "/" */
+                    t = memchr(host, '/', (size_t)(e - host));
+                    if (!t)
+                        t = "/", e = t + 1;
+                }
+                const char *q = memchr(t, '?', (size_t)(e - t));
+                if (q)
+                    e = q;
+                if (pass) {
+                    memcpy(to + at, t, (size_t)(e - t));
+                    valid[i / 8] |= (uint8_t)(1u << (i % 8));
+                }
+                at += e - t;
+            }
+            if (pass)
+                offsets[i + 1] = (int32_t)at;
+        }
+        Py_END_ALLOW_THREADS
+        if (!pass) {
+            if (at > INT32_MAX) {
+                PyErr_SetString(PyExc_OverflowError, "the paths take more than 2 GB");
+                goto done;
+            }
+            need = at;
+            if (!(made = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)need)))
+                goto done;
+            offsets[0] = 0;
+        }
+    }
+done:
+    release_buffers(&data);
+    PyBuffer_Release(&views);
+    if (obuf.obj)
+        PyBuffer_Release(&obuf);
+    if (vbuf.obj)
+        PyBuffer_Release(&vbuf);
+    return made;
+}
+
 /* A text's hash, eight bytes at a time (multiply and shift, as the mixers of MurmurHash3
  * and splitmix64): a batch hashes its 250,000 request lines in a few milliseconds. */
 static inline uint64_t text_hash(const char *p, int32_t len) {
@@ -846,6 +924,8 @@ static PyMethodDef methods[] = {
     {"syslog_headers", syslog_headers, METH_VARARGS,
      "syslog_headers(views, buffers, out) -> lines left to RE2; out: RFC 3164 header lengths, -1 where left"},
     {"line_views", line_views, METH_VARARGS, "line_views(block) -> the string views of its lines"},
+    {"request_paths", request_paths, METH_VARARGS,
+     "request_paths(views, buffers, offsets, valid) -> bytes; each request line's path as an Arrow string"},
     {"dictionary_encode", dictionary_encode, METH_VARARGS,
      "dictionary_encode(views, buffers, ids) -> int32 bytes: each distinct text's first index; ids: its number"},
     {"without_query", without_query, METH_VARARGS,

@@ -216,6 +216,15 @@ def register_route_template(con: duckdb.DuckDBPyConnection) -> bool:
     return True
 
 
+def templates_of_paths(offsets: bytes, data: bytes, n: int) -> tuple[bytes, bytes, bytes, bytes]:
+    """The route templates of `n` paths (an Arrow string array's int32 offsets and data)
+    and their indirectors, the same buffers: what ROUTE_FUNCTION and INDIRECTOR_FUNCTION
+    make of them (native.Templates; only with the compiled extension)."""
+    assert _route is not None
+    t_off, t_data = _route.templates(offsets, data, 0, n)
+    return (t_off, t_data, *_route.indirectors(t_off, t_data, 0, n))
+
+
 def _each(made, texts):  # noqa: ANN001, ANN202 (pyarrow is imported by the ingest, not here)
     """The body of a function register_route_template makes: DuckDB hands a chunk of texts
     as a pyarrow ChunkedArray of strings (NULLs never: what they make is NULL, DuckDB's
@@ -823,15 +832,16 @@ FROM {r_src} LEFT JOIN __w ON {w_on}{a_join}
 """
 
 
-def classified_inline_sql(relation: str, cache: ClassCache) -> str:
+def classified_inline_sql(relation: str, cache: ClassCache, made: tuple[str, str] | None = None) -> str:
     """classified_sql of `relation` with every row classified where it is: no keys, no
     join back, no cache. For a batch whose keys are nearly all distinct (hashed file
     names: a key a line), the keys' own parse and the join on their numbers were pure
     cost: 0.28 s against 0.39 s for the SELECT of 368,640 such lines, where a batch with a
     key per 20 lines took 0.26 against 0.17 s (ingest._classify_inline). Without trusted
-    proxies and groups only: `cache` exists then alone (ingest._classification)."""
+    proxies and groups only: `cache` exists then alone (ingest._classification). `made`: see
+    ClassCache.answers_sql."""
     assert not cache.rules.groups  # so the requester is the node or the client (_per_client)
-    answers = cache.answers_sql(relation)
+    answers = cache.answers_sql(relation, made=made)
     return (
         "SELECT *, coalesce(__node, client) AS requester, CAST(NULL AS VARCHAR) AS requester_group"
         f" FROM ({answers})"
@@ -915,9 +925,12 @@ class ClassCache:
         classified = self.answers_sql(new, qenv)
         return f"INSERT INTO {self.table} SELECT {', '.join([*keys, *ANSWERS])} FROM ({classified})"
 
-    def answers_sql(self, rows_sql: str, qenv: str = _QUERY_ENV) -> str:
+    def answers_sql(self, rows_sql: str, qenv: str = _QUERY_ENV, made: tuple[str, str] | None = None) -> str:
         """SELECT *, and the ANSWERS for each row of `rows_sql` (path, vhost, the columns
-        rules read, by their own names; `qenv`: the SQL of the Puppet environment over them)."""
+        rules read, by their own names; `qenv`: the SQL of the Puppet environment over them).
+        `made`: the columns of `rows_sql` that hold each row's route template and its
+        indirector already (what ROUTE_FUNCTION and INDIRECTOR_FUNCTION make of its path;
+        the generic profile only)."""
         puppet = self.profile == "puppet"  # its path parsed once, in a layer of its own
         indirector = "__ind" if self.native else None
         what = _what(self.profile, self.rules, qenv, "__pp" if puppet else None, "__tmpl", indirector)
@@ -927,10 +940,12 @@ class ClassCache:
         # Puppet path has none: NULL, for nothing); and its indirector in C, in another
         path = "CASE WHEN __pp.ind = '' THEN path END" if puppet else "path"
         template = f"{ROUTE_FUNCTION}({path})" if self.native else route_template_sql(path)
-        made = f"SELECT *, {template} AS __tmpl FROM ({parsed})"
-        if indirector:
-            made = f"SELECT *, {INDIRECTOR_FUNCTION}(__tmpl) AS {indirector} FROM ({made})"
-        return f"SELECT *, {answers} FROM ({made})"
+        rel = f"SELECT *, {template} AS __tmpl FROM ({parsed})"
+        if made is not None and indirector and not puppet:
+            rel = f"SELECT *, {made[0]} AS __tmpl, {made[1]} AS {indirector} FROM ({parsed})"
+        elif indirector:
+            rel = f"SELECT *, {INDIRECTOR_FUNCTION}(__tmpl) AS {indirector} FROM ({rel})"
+        return f"SELECT *, {answers} FROM ({rel})"
 
 
 def _per_client(rules: Rules, trusted_proxies: Sequence[str]) -> tuple[str, str, str, str]:

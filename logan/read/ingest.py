@@ -34,6 +34,7 @@ from logan.read.classify import (
     key_columns,
     load_rules,
     register_route_template,
+    templates_of_paths,
 )
 from logan.read.compile import CompiledFormat, compile_format
 from logan.read.dialects import get_dialect, resolve_format
@@ -313,7 +314,10 @@ def _ingest_source(
                     row_query = any(
                         c == "request" and rows.query_as_cut(cf, k) for k, c in zip(keyed, cut, strict=True)
                     )
-                    plan = dataclasses.replace(plan, keyed=tuple(keyed), cut=cut, row_query=row_query)
+                    templates = row_query and classification.templates and rows.path_of_request(cf)
+                    plan = dataclasses.replace(
+                        plan, keyed=tuple(keyed), cut=cut, row_query=row_query, row_templates=templates
+                    )
                 reading = _Reading(
                     cf, plan, tz, classification, keep, src.label, ingest_id, kept, classes=classes
                 )
@@ -326,7 +330,9 @@ def _ingest_source(
                     cursor = st.con.cursor()
                 # batches of whole row groups of rows: a store in memory writes none
                 whole = st.path != ":memory:"
-                split = functools.partial(native.read_batch, cursor, cf, plan, whole_rows=whole)
+                split = functools.partial(
+                    native.read_batch, cursor, cf, plan, whole_rows=whole, templates=templates_of_paths
+                )
                 prepare.start(split if plan else None, whole)
             assert out is not None and classes is not None
             _empty_cache_when_useless(st.con, classes)
@@ -426,7 +432,7 @@ class _Reading:
         if self.plan is None or not self.plan.keyed:
             return None
         p = self.plan
-        return rows.Numbered("__raw_keys", any(c is not None for c in p.cut), p.row_query)
+        return rows.Numbered("__raw_keys", any(c is not None for c in p.cut), p.row_query, p.row_templates)
 
     @functools.cached_property
     def fast_insert(self) -> str:
@@ -574,7 +580,8 @@ def _classification(
         cached.create_sql(),
         cached.fill_sql,
         lambda rel, keyed: classified_sql(rel, profile, bound, trusted, keyed, cached, direct=True),
-        lambda rel: classified_inline_sql(rel, cached),
+        lambda rel, made=None: classified_inline_sql(rel, cached, made),
+        templates=native and profile == "generic",
     )
 
 
@@ -671,7 +678,7 @@ def _ingest_batch(st: Store, r: _Reading, batch: Batch, out: SourceSummary) -> C
     if r.plan is not None:
         read = batch.parsed
         if not isinstance(read, native.Read):  # the reader thread did not prepare it
-            read = native.read_batch(con, cf, r.plan, batch)
+            read = native.read_batch(con, cf, r.plan, batch, templates=templates_of_paths)
         con.register("__raw", read.raw)
         if read.keys is not None:
             con.register("__raw_keys", read.keys)
@@ -735,18 +742,14 @@ def _classify_direct(r: _Reading, read: native.Read) -> bool:
     return c is not None and c.direct is not None and read.keys is not None
 
 
-# Past this share of a batch's lines as keys, its rows are classified where they are.
-INLINE_KEY_SHARE = 0.5
-
-
 def _classify_inline(read: native.Read) -> bool:
     """Whether a batch classified direct (_classify_direct) is better classified row by
-    row, without its keys: when they are more than INLINE_KEY_SHARE of its lines. The
+    row, without its keys: when they are more than native.INLINE_KEY_SHARE of its lines. The
     SELECT of a batch took (keyed, inline): 0.17 and 0.26 s with keys 5% of its lines
     (the HAProxy shape), 0.18 and 0.22 s at 17% (Apache combined), 0.39 and 0.28 s at
     100% (hashed file names); in between the lines cross near half."""
     assert read.keys is not None
-    return read.keys.num_rows > INLINE_KEY_SHARE * read.raw.num_rows
+    return native.inline(read.keys.num_rows, read.raw.num_rows)
 
 
 CUT_GZ = "the .gz is cut in this line (still being compressed, or copied short)"

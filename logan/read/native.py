@@ -14,6 +14,7 @@ import itertools
 import random
 import re
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import duckdb
@@ -92,6 +93,9 @@ class Plan:
     # the reader hands each line's query over (ROW_QUERY), cut from the keyed request line
     # (cut "request") as rows.py derives it: the format's request is that field's text as is
     row_query: bool = False
+    # and, where a batch is classified row by row (inline), each line's route template and
+    # indirector (ROW_TEMPLATE, ROW_INDIRECTOR) from the path rows.py derives from it
+    row_templates: bool = False
 
     def sql(self, table: str) -> str:
         """The rows of read_batch() registered as `table`, with every field of the format:
@@ -515,6 +519,23 @@ KEY_ID = "__kid"
 # request line loses its query (Plan.row_query).
 ROW_QUERY = "__row_query"
 ROW_REBUILT = "__row_rebuilt"
+# Each line's route template and indirector, for a batch classified row by row (Plan.
+# row_templates): made in the reader thread, in C, instead of by SQL functions per row.
+ROW_TEMPLATE = "__row_tmpl"
+ROW_INDIRECTOR = "__row_ind"
+# Past this share of a batch's lines as keys, its rows are classified where they are
+# (logan/read/ingest.py: _classify_inline).
+INLINE_KEY_SHARE = 0.5
+
+
+def inline(keys: int, lines: int) -> bool:
+    """Whether a batch of `lines` lines with `keys` distinct keys is classified row by row."""
+    return keys > INLINE_KEY_SHARE * lines
+
+
+# What makes the route templates and indirectors of paths: (int32 offsets, data, count) ->
+# (offsets, data, offsets, data) of both, as Arrow strings (classify.templates_of_paths).
+Templates = Callable[[bytes, bytes, int], tuple[bytes, bytes, bytes, bytes]]
 
 
 @dataclass
@@ -530,10 +551,17 @@ class Read:
     lines: int | None = None  # the batch's first lines these are, when not all of them
 
 
-def read_batch(con, cf: CompiledFormat, p: Plan, batch: Batch, whole_rows: bool = False) -> Read:  # noqa: ANN001
+def read_batch(  # noqa: ANN201
+    con,  # noqa: ANN001
+    cf: CompiledFormat,
+    p: Plan,
+    batch: Batch,
+    whole_rows: bool = False,
+    templates: Templates | None = None,
+) -> Read:
     """split() over a batch, after its syslog headers are measured (header_lengths), in the
     reader thread. `whole_rows`: read the batch up to its last whole row group of rows
-    (sources.Prepare), unless it is the last."""
+    (sources.Prepare), unless it is the last. `templates`: what makes Plan.row_templates."""
     lines = batch.table.column("line").combine_chunks()
     line_no = int64_values(batch.table.column("line_no"))
     body = header_lengths(con, cf, lines, line_no) if p.has_prefix else None
@@ -545,10 +573,11 @@ def read_batch(con, cf: CompiledFormat, p: Plan, batch: Batch, whole_rows: bool 
         raw, kept = _whole_row_groups(con, cf, lines, raw, through, batch.first_line, most)
     keys = None
     if p.keyed:
-        texts, queries, rebuilt = [], None, None
+        texts, queries, rebuilt, lines_of = [], None, None, None
         for field, cut in zip(p.keyed, p.cut, strict=True):
             t = raw.column(field).combine_chunks()
             if cut == "request" and p.row_query:
+                lines_of = t
                 t, queries, rebuilt = request_without_query(t)
             elif cut is not None:
                 t = without_query(t, cut == "request")
@@ -557,6 +586,10 @@ def read_batch(con, cf: CompiledFormat, p: Plan, batch: Batch, whole_rows: bool 
         raw = raw.append_column(KEY_ID, indices)
         if queries is not None:
             raw = raw.append_column(ROW_QUERY, queries).append_column(ROW_REBUILT, rebuilt)
+        if p.row_templates and lines_of is not None and inline(len(distinct[0]), len(raw)):
+            assert templates is not None
+            tmpl, ind = request_templates(lines_of, templates)
+            raw = raw.append_column(ROW_TEMPLATE, tmpl).append_column(ROW_INDIRECTOR, ind)
         n = len(distinct[0])  # pa.array() of numpy data would import pandas (0.2 s)
         ids = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(np.arange(n, dtype=np.int32))])
         keys = pa.table({KEY_ID: ids, **dict(zip(p.keyed, distinct, strict=True))})
@@ -667,6 +700,25 @@ def request_without_query(lines: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array
         _string_views(n, valid, out, [*data, pa.py_buffer(made)]),
         _string_views(n, pa.py_buffer(q_valid), queries, data),
         pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(rebuilt)]),
+    )
+
+
+def request_templates(lines: pa.Array, templates: Templates) -> tuple[pa.Array, pa.Array]:
+    """The route template and indirector of each request line's path (_split.request_paths:
+    the path rows.py derives, NULL unless the line is "A B HTTP/..."), by `templates`."""
+    views, data = _views(lines)
+    n = len(lines)
+    offsets, valid = bytearray(4 * (n + 1)), bytearray((n + 7) // 8)
+    paths = _split.request_paths(views, data, offsets, valid)
+    given = _validity(lines)
+    if given is not None:
+        bits = np.frombuffer(valid, np.uint8)
+        np.bitwise_and(bits, np.frombuffer(given, np.uint8, len(bits)), out=bits)
+    t_off, t_data, i_off, i_data = templates(bytes(offsets), paths, n)
+    made = pa.py_buffer(valid)
+    return tuple(
+        pa.Array.from_buffers(pa.string(), n, [made, pa.py_buffer(o), pa.py_buffer(d)])
+        for o, d in ((t_off, t_data), (i_off, i_data))
     )
 
 

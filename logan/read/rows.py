@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from logan import schema
 from logan.read.compile import CompiledFormat
-from logan.read.native import KEY_ID, ROW_QUERY, ROW_REBUILT
+from logan.read.native import KEY_ID, ROW_INDIRECTOR, ROW_QUERY, ROW_REBUILT, ROW_TEMPLATE
 
 # What classification may read of a row (logan.read.classify: paths, rules, requesters).
 CLASSIFIER_READS = ("path", "query", "vhost", "method", "request", "user_agent", "client", "forwarded_for")
@@ -202,7 +202,10 @@ class Classification:
     setup: str | None = None
     fill: Callable[[str], str] | None = None  # its INSERT gives how many keys it added
     direct: Callable[[str, Keyed], str] | None = None
-    inline: Callable[[str], str] | None = None
+    inline: Callable[[str, tuple[str, str] | None], str] | None = None
+    # its `inline` reads each row's route template and indirector from columns the rows
+    # carry, when they do (native.Plan.row_templates)
+    templates: bool = False
 
 
 # None leaves the classification columns NULL.
@@ -218,6 +221,7 @@ class Numbered:
     rel: str
     cut: bool = False
     query: bool = False  # the rows carry their query as the reader cut it (ROW_QUERY)
+    templates: bool = False  # rows classified row by row carry ROW_TEMPLATE, ROW_INDIRECTOR
 
 
 def insert_sql(
@@ -239,13 +243,15 @@ def insert_sql(
     where it is (no prepare_sql either); `rebuild`: see stored_columns."""
     row_query = numbered is not None and numbered.query  # and whether the row is its parts joined
     carry = (KEY_ID, ROW_QUERY, ROW_REBUILT) if row_query else (KEY_ID,) if numbered is not None else ()
+    made = (ROW_TEMPLATE, ROW_INDIRECTOR) if inline and numbered is not None and numbered.templates else None
+    carry += made or ()
     derived = derived_sql(cf, typed_sql(cf, raw_sql, tz, False, checked, numbers, carry), carry)
     keyed = _keyed(cf, raw_sql, tz, classify, numbered)
     if keyed is not None and _cached(classify) and numbered is None:
         keyed = (f"SELECT * FROM {KEYS_TABLE}", *keyed[1:])  # made by prepare_sql
     assert not direct or (numbered is not None and keyed is not None)
     by_row = row_query and _parts_of_request(cf)
-    return _insert(cf, derived, classify, keep, keyed, direct, rebuild, inline, by_row)
+    return _insert(cf, derived, classify, keep, keyed, direct, rebuild, inline, by_row, made)
 
 
 # A batch's keys (its distinct request lines and what follows from them), when the
@@ -338,6 +344,13 @@ REBUILT_TEST = f"coalesce(request = ({schema.rebuilt_request_sql()}), false)"
 KEY_REBUILT = "__request_rebuilt"
 
 
+def path_of_request(cf: CompiledFormat) -> bool:
+    """Whether the format's path is cut from its request line (no field of its own): the
+    path native.request_templates reads is then the row's."""
+    typed, _ = cf.typed("UTC")
+    return "request" in typed and "path" not in typed
+
+
 def _parts_of_request(cf: CompiledFormat) -> bool:
     """Whether the format's REQUEST_PARTS are all cut from its request line (no field of
     their own): the reader's ROW_REBUILT then says what REBUILT_TEST would."""
@@ -387,8 +400,10 @@ def _insert(
     rebuild: bool = False,
     inline: bool = False,
     by_row: bool = False,
+    made: tuple[str, str] | None = None,
 ) -> str:
-    """`by_row`: the rows carry ROW_REBUILT (the reader's answer to REBUILT_TEST)."""
+    """`by_row`: the rows carry ROW_REBUILT (the reader's answer to REBUILT_TEST); `made`:
+    the columns of each row's route template and indirector, for `inline`."""
     names = stored_columns(cf, classify is not None, keep, rebuild)
     cols = ", ".join(names)
     values = cols
@@ -396,7 +411,7 @@ def _insert(
         source = derived
     elif inline:
         assert classify.inline is not None
-        source = classify.inline(derived)
+        source = classify.inline(derived, made)
     elif direct:
         assert classify.direct is not None and keyed is not None
         source = classify.direct(derived, keyed)
