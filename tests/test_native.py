@@ -877,6 +877,43 @@ def test_without_query_cuts_where_the_path_ends(request_line):
 
 
 @needs_c
+def test_templates_made_in_the_reader_are_the_sql_ones():
+    """native.request_templates: each request line's path cut in C as rows.py derives it
+    (written out here in Python), then its route template and indirector, against the
+    SQL of both (classify.route_template_sql, classification_exprs) over that path."""
+    from logan.read import classify
+
+    def path(text: str | None) -> str | None:
+        words = (text or "").split(" ")
+        if len(words) != 3 or not words[2].startswith("HTTP/"):
+            return None
+        target = words[1]
+        if "://" in target and not target.startswith("/"):
+            rest = target[target.index("://") + 3 :]
+            target = rest[rest.find("/") :] if "/" in rest else "/"
+        return target.split("?")[0]
+
+    lines = [
+        *QUERY_LINES,
+        None,
+        "GET http://h HTTP/1.1",
+        "GET /img/ab12cd34.png?v=1 HTTP/1.1",
+        "GET /a/7/ HTTP/1.0",
+    ]
+    got_t, got_i = native.request_templates(pa.array(lines, pa.string_view()), classify.templates_of_paths)
+    paths = [path(t) for t in lines]
+    con = duckdb.connect()
+    want = con.execute(
+        f"SELECT {classify.route_template_sql('p')} AS t FROM (SELECT unnest(?::VARCHAR[]) AS p)", [paths]
+    ).fetchnumpy()["t"]
+    assert got_t.to_pylist() == [None if p is None else t for p, t in zip(paths, want, strict=True)]
+    ind = classify.classification_exprs("generic")["indirector"]
+    want_i = con.execute(f"SELECT {ind} FROM (SELECT unnest(?::VARCHAR[]) AS path)", [paths]).fetchall()
+    assert got_i.to_pylist() == [i for (i,) in want_i]
+    assert sum(p is None for p in paths) >= 5 and "/img/{file}.png" in got_t.to_pylist()
+
+
+@needs_c
 @pytest.mark.parametrize("seed", [1, 2])
 def test_c_dictionary_encoding_is_pyarrows(seed):
     """native.dictionary_encode against pyarrow's Array.dictionary_encode: the same numbers
