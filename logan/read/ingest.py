@@ -432,7 +432,7 @@ class _Reading:
         if self.plan is None or not self.plan.keyed:
             return None
         p = self.plan
-        return rows.Numbered("__raw_keys", any(c is not None for c in p.cut), p.row_query, p.row_templates)
+        return rows.Numbered("__raw_keys", any(c is not None for c in p.cut), p.row_query)
 
     @functools.cached_property
     def fast_insert(self) -> str:
@@ -463,12 +463,19 @@ class _Reading:
         """fast_insert with every row classified where it is (see _classify_inline)."""
         return self._past_the_cache(inline=True)
 
-    def _past_the_cache(self, **how: bool) -> str:
-        assert self.fast is not None and self.plan is not None
+    @functools.cached_property
+    def fast_insert_inline_made(self) -> str:
+        """fast_insert_inline of rows that carry their route template and indirector (the
+        reader made them: native.Plan.row_templates)."""
+        return self._past_the_cache(inline=True, templates=True)
+
+    def _past_the_cache(self, inline: bool = False, direct: bool = False, templates: bool = False) -> str:
+        assert self.fast is not None and self.plan is not None and self.numbered is not None
         p = self.plan
+        numbered = dataclasses.replace(self.numbered, templates=templates)
         return rows.insert_sql(
             self.cf, self.fast, self.tz, self.classification, self.keep, p.checked, p.numbers,
-            self.numbered, rebuild=self.rebuild, **how,
+            numbered, rebuild=self.rebuild, inline=inline, direct=direct,
         )  # fmt: skip
 
     @functools.cached_property
@@ -689,7 +696,10 @@ def _ingest_batch(st: Store, r: _Reading, batch: Batch, out: SourceSummary) -> C
         row.begin(con)
         n_fast = added = 0
         if fast is not None and direct:
-            insert = r.fast_insert_inline if _classify_inline(read) else r.fast_insert_direct
+            insert = r.fast_insert_direct
+            if _classify_inline(read):
+                made = native.ROW_TEMPLATE in read.raw.column_names
+                insert = r.fast_insert_inline_made if made else r.fast_insert_inline
             n_fast = con.execute(insert, params).fetchall()[0][0]
         elif fast is not None:
             for sql, bound in r.fast_prepare:  # the class cache's fill is the last
