@@ -139,15 +139,20 @@ def test_every_corpus_path_gives_the_same_template_both_ways(corpus):
 
 
 def test_an_ingest_stores_the_c_template(tmp_path, monkeypatch):
-    # the ingest's class cache fills with the C function; the stored route is what the SQL gives
+    # the ingest classifies with the C functions (as DuckDB functions, or in the reader thread
+    # for a batch classified row by row); the stored route is what the SQL gives
     import logan
     from logan.read import classify
+    from logan.read import ingest as ingest_module
     from logan.read.ingest import ingest
 
     calls = Counter()
     by_c = classify._each
     monkeypatch.setattr(classify, "_each", lambda made, texts: calls.update({made.__name__: len(texts)})
                         or by_c(made, texts))  # fmt: skip
+    in_reader = classify.templates_of_paths
+    monkeypatch.setattr(ingest_module, "templates_of_paths", lambda offsets, data, n: calls.update(
+        {"templates": n, "indirectors": n}) or in_reader(offsets, data, n))  # fmt: skip
 
     paths = ["/img/a1.PNG", "/api/v1/users/42", "/blog/2024-01-31/my-first-post", "/t/0123abcd9/x.js", "*"]
     log = tmp_path / "a.log"
