@@ -941,7 +941,7 @@ class ClassCache:
         path = "CASE WHEN __pp.ind = '' THEN path END" if puppet else "path"
         template = f"{ROUTE_FUNCTION}({path})" if self.native else route_template_sql(path)
         rel = f"SELECT *, {template} AS __tmpl FROM ({parsed})"
-        if made is not None and indirector and not puppet:
+        if made is not None and indirector and not puppet:  # made in C by the reader thread
             rel = f"SELECT *, {made[0]} AS __tmpl, {made[1]} AS {indirector} FROM ({parsed})"
         elif indirector:
             rel = f"SELECT *, {INDIRECTOR_FUNCTION}(__tmpl) AS {indirector} FROM ({rel})"

@@ -307,17 +307,9 @@ def _ingest_source(
                 classes = _classes_for(st, shared, resolved, rules, trusted_proxies, ingest_id)
                 classification = classes.classification
                 classified = classification is not None
-                plan = native.plan(cf, *rows.fields_read(cf, classified, keep), tz)
-                keyed = rows.key_fields(cf, classification)
-                if plan is not None and keyed and not set(keyed) & (plan.numbers | set(plan.absent)):
-                    cut = tuple(rows.query_cut(cf, classification, k) for k in keyed)
-                    row_query = any(
-                        c == "request" and rows.query_as_cut(cf, k) for k, c in zip(keyed, cut, strict=True)
-                    )
-                    templates = row_query and classification.templates and rows.path_of_request(cf)
-                    plan = dataclasses.replace(
-                        plan, keyed=tuple(keyed), cut=cut, row_query=row_query, row_templates=templates
-                    )
+                plan = _keyed_plan(
+                    native.plan(cf, *rows.fields_read(cf, classified, keep), tz), cf, classification
+                )
                 reading = _Reading(
                     cf, plan, tz, classification, keep, src.label, ingest_id, kept, classes=classes
                 )
@@ -357,6 +349,24 @@ def _ingest_source(
         empty.begin(st.con)
         empty.count(st.con, 0, 0, 0, 0, 0)
     return out
+
+
+def _keyed_plan(
+    plan: native.Plan | None, cf: CompiledFormat, classification: rows.Classifier
+) -> native.Plan | None:
+    """The C split's plan with the fields classification keys on, when it cuts them out as
+    texts: how they lose their query, and what the reader makes of a request line besides
+    (native.Plan.row_query, row_templates)."""
+    keyed = rows.key_fields(cf, classification)
+    if plan is None or not keyed or set(keyed) & (plan.numbers | set(plan.absent)):
+        return plan
+    assert classification is not None
+    cut = tuple(rows.query_cut(cf, classification, k) for k in keyed)
+    row_query = any(c == "request" and rows.query_as_cut(cf, k) for k, c in zip(keyed, cut, strict=True))
+    templates = row_query and classification.templates and rows.cut_from_request(cf, ["path"])
+    return dataclasses.replace(
+        plan, keyed=tuple(keyed), cut=cut, row_query=row_query, row_templates=templates
+    )
 
 
 @dataclass

@@ -250,7 +250,7 @@ def insert_sql(
     if keyed is not None and _cached(classify) and numbered is None:
         keyed = (f"SELECT * FROM {KEYS_TABLE}", *keyed[1:])  # made by prepare_sql
     assert not direct or (numbered is not None and keyed is not None)
-    by_row = row_query and _parts_of_request(cf)
+    by_row = row_query and cut_from_request(cf, schema.REQUEST_PARTS)
     return _insert(cf, derived, classify, keep, keyed, direct, rebuild, inline, by_row, made)
 
 
@@ -344,18 +344,12 @@ REBUILT_TEST = f"coalesce(request = ({schema.rebuilt_request_sql()}), false)"
 KEY_REBUILT = "__request_rebuilt"
 
 
-def path_of_request(cf: CompiledFormat) -> bool:
-    """Whether the format's path is cut from its request line (no field of its own): the
-    path native.request_templates reads is then the row's."""
+def cut_from_request(cf: CompiledFormat, columns: Collection[str]) -> bool:
+    """Whether the format cuts all of `columns` from its request line (none is a field of
+    its own): what the C pass over the line makes of them is then the row's (the path
+    native.request_templates reads; the parts whose join ROW_REBUILT answers for)."""
     typed, _ = cf.typed("UTC")
-    return "request" in typed and "path" not in typed
-
-
-def _parts_of_request(cf: CompiledFormat) -> bool:
-    """Whether the format's REQUEST_PARTS are all cut from its request line (no field of
-    their own): the reader's ROW_REBUILT then says what REBUILT_TEST would."""
-    typed, _ = cf.typed("UTC")
-    return "request" in typed and not set(schema.REQUEST_PARTS) & set(typed)
+    return "request" in typed and not set(columns) & set(typed)
 
 
 # The columns that hold a request's query string: a row's own, never its key's when the keys
@@ -400,10 +394,10 @@ def _insert(
     rebuild: bool = False,
     inline: bool = False,
     by_row: bool = False,
-    made: tuple[str, str] | None = None,
+    templates: tuple[str, str] | None = None,
 ) -> str:
-    """`by_row`: the rows carry ROW_REBUILT (the reader's answer to REBUILT_TEST); `made`:
-    the columns of each row's route template and indirector, for `inline`."""
+    """`by_row`: the rows carry ROW_REBUILT (the reader's answer to REBUILT_TEST);
+    `templates`: the columns of each row's route template and indirector, for `inline`."""
     names = stored_columns(cf, classify is not None, keep, rebuild)
     cols = ", ".join(names)
     values = cols
@@ -411,7 +405,7 @@ def _insert(
         source = derived
     elif inline:
         assert classify.inline is not None
-        source = classify.inline(derived, made)
+        source = classify.inline(derived, templates)
     elif direct:
         assert classify.direct is not None and keyed is not None
         source = classify.direct(derived, keyed)
