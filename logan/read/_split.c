@@ -734,12 +734,9 @@ done:
     release_buffers(&data);
     PyBuffer_Release(&views);
     PyBuffer_Release(&outbuf);
-    if (qbuf.obj)
-        PyBuffer_Release(&qbuf);
-    if (vbuf.obj)
-        PyBuffer_Release(&vbuf);
-    if (rbuf.obj)
-        PyBuffer_Release(&rbuf);
+    PyBuffer_Release(&qbuf); /* those not given hold no object: a no-op */
+    PyBuffer_Release(&vbuf);
+    PyBuffer_Release(&rbuf);
     return made;
 }
 
@@ -767,7 +764,6 @@ static PyObject *request_paths(PyObject *self, PyObject *args) {
         goto done;
     const View *in = views.buf;
     memset(valid, 0, (size_t)(n + 7) / 8);
-    int64_t need = 0;
     for (int pass = 0; pass < 2; pass++) {
         char *to = pass ? PyBytes_AS_STRING(made) : NULL;
         int64_t at = 0;
@@ -805,8 +801,7 @@ static PyObject *request_paths(PyObject *self, PyObject *args) {
                 PyErr_SetString(PyExc_OverflowError, "the paths take more than 2 GB");
                 goto done;
             }
-            need = at;
-            if (!(made = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)need)))
+            if (!(made = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)at)))
                 goto done;
             offsets[0] = 0;
         }
@@ -814,10 +809,8 @@ static PyObject *request_paths(PyObject *self, PyObject *args) {
 done:
     release_buffers(&data);
     PyBuffer_Release(&views);
-    if (obuf.obj)
-        PyBuffer_Release(&obuf);
-    if (vbuf.obj)
-        PyBuffer_Release(&vbuf);
+    PyBuffer_Release(&obuf);
+    PyBuffer_Release(&vbuf);
     return made;
 }
 
