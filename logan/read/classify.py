@@ -216,7 +216,7 @@ def register_route_template(con: duckdb.DuckDBPyConnection) -> bool:
     return True
 
 
-def templates_of_paths(offsets: bytes, data: bytes, n: int) -> tuple[bytes, bytes, bytes, bytes]:
+def templates_of_paths(offsets: bytes | bytearray, data: bytes, n: int) -> tuple[bytes, bytes, bytes, bytes]:
     """The route templates of `n` paths (an Arrow string array's int32 offsets and data)
     and their indirectors, the same buffers: what ROUTE_FUNCTION and INDIRECTOR_FUNCTION
     make of them (native.Templates; only with the compiled extension)."""

@@ -535,7 +535,7 @@ def inline(keys: int, lines: int) -> bool:
 
 # What makes the route templates and indirectors of paths: (int32 offsets, data, count) ->
 # (offsets, data, offsets, data) of both, as Arrow strings (classify.templates_of_paths).
-Templates = Callable[[bytes, bytes, int], tuple[bytes, bytes, bytes, bytes]]
+Templates = Callable[[bytes | bytearray, bytes, int], tuple[bytes, bytes, bytes, bytes]]
 
 
 @dataclass
@@ -551,7 +551,7 @@ class Read:
     lines: int | None = None  # the batch's first lines these are, when not all of them
 
 
-def read_batch(  # noqa: ANN201
+def read_batch(
     con,  # noqa: ANN001
     cf: CompiledFormat,
     p: Plan,
@@ -692,10 +692,8 @@ def request_without_query(lines: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array
     out, queries = bytearray(views.size), bytearray(views.size)
     q_valid, rebuilt = bytearray((n + 7) // 8), bytearray((n + 7) // 8)
     made = _split.without_query(views, data, True, out, queries, q_valid, rebuilt)
-    if valid is not None:  # a NULL line has no query and is no line joined, whatever its view
-        for bits in (q_valid, rebuilt):
-            b = np.frombuffer(bits, np.uint8)
-            np.bitwise_and(b, np.frombuffer(valid, np.uint8, len(b)), out=b)
+    _only_valid(q_valid, valid)
+    _only_valid(rebuilt, valid)
     return (
         _string_views(n, valid, out, [*data, pa.py_buffer(made)]),
         _string_views(n, pa.py_buffer(q_valid), queries, data),
@@ -710,16 +708,21 @@ def request_templates(lines: pa.Array, templates: Templates) -> tuple[pa.Array, 
     n = len(lines)
     offsets, valid = bytearray(4 * (n + 1)), bytearray((n + 7) // 8)
     paths = _split.request_paths(views, data, offsets, valid)
-    given = _validity(lines)
-    if given is not None:
-        bits = np.frombuffer(valid, np.uint8)
-        np.bitwise_and(bits, np.frombuffer(given, np.uint8, len(bits)), out=bits)
-    t_off, t_data, i_off, i_data = templates(bytes(offsets), paths, n)
+    _only_valid(valid, _validity(lines))
+    t_off, t_data, i_off, i_data = templates(offsets, paths, n)
     made = pa.py_buffer(valid)
     return tuple(
         pa.Array.from_buffers(pa.string(), n, [made, pa.py_buffer(o), pa.py_buffer(d)])
         for o, d in ((t_off, t_data), (i_off, i_data))
     )
+
+
+def _only_valid(bits: bytearray, valid: pa.Buffer | None) -> None:
+    """Clear the bits of `bits` where `valid` says NULL: a NULL line makes nothing, whatever
+    its view holds."""
+    if valid is not None:
+        b = np.frombuffer(bits, np.uint8)
+        np.bitwise_and(b, np.frombuffer(valid, np.uint8, len(b)), out=b)
 
 
 def _string_views(n: int, valid: pa.Buffer | None, views: bytearray, data: list) -> pa.Array:
