@@ -626,17 +626,34 @@ static const char *scheme_end(const char *t, const char *end) {
 
 static int absolute(const char *t, const char *end) { return scheme_end(t, end) != NULL; }
 
+/* Where the path of a request target [t, end) starts: the target, or what follows an
+ * absolute URI's host; NULL for an absolute URI with nothing after its host. */
+static const char *path_start(const char *t, const char *end) {
+    const char *host = scheme_end(t, end);
+    return host ? memchr(host, '/', (size_t)(end - host)) : t;
+}
+
 /* Where the query of a request target starts in [t, end): its first '?' after the host of
  * an absolute URI ("http://h?x/a" keeps "h?x" as its host), NULL when it has none. */
 static const char *query_start(const char *t, const char *end) {
-    const char *from = t, *host = scheme_end(t, end);
-    if (host) { /* absolute: the path after the host */
-        from = memchr(host, '/', (size_t)(end - host));
-        if (!from)
-            return NULL;
-    }
-    return memchr(from, '?', (size_t)(end - from));
+    const char *from = path_start(t, end);
+    return from ? memchr(from, '?', (size_t)(end - from)) : NULL;
 }
+
+/* Whether the text [p, end) is exactly three words ("A B C", one space between each, as
+ * rows.py's string_split reads a request line); *t and *e then bound the second. */
+static int three_words(const char *p, const char *end, const char **t, const char **e) {
+    const char *sp1 = memchr(p, ' ', (size_t)(end - p));
+    const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(end - sp1 - 1)) : NULL;
+    if (!sp2 || memchr(sp2 + 1, ' ', (size_t)(end - sp2 - 1)))
+        return 0;
+    *t = sp1 + 1;
+    *e = sp2;
+    return 1;
+}
+
+/* Whether the third word, after the second's end `e`, starts with "HTTP/". */
+static int http_after(const char *e, const char *end) { return end - e > 5 && memcmp(e + 1, "HTTP/", 5) == 0; }
 
 /* without_query(views, buffers, request, out) -> the bytes the cut texts were written to:
  * out gets each text without its query string. A request line ("GET /a?x=1 HTTP/1.1",
@@ -685,20 +702,14 @@ static PyObject *without_query(PyObject *self, PyObject *args) {
         Py_BEGIN_ALLOW_THREADS /* the reader thread's: the ingest's own thread goes on */
         for (Py_ssize_t i = 0; i < n; i++) {
             const char *p = view_data(&in[i], data.bufs), *end = p + in[i].len, *t = p, *e = end;
-            if (request) { /* the second of exactly three words */
-                const char *sp1 = memchr(p, ' ', (size_t)in[i].len);
-                const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(end - sp1 - 1)) : NULL;
-                if (!sp2 || memchr(sp2 + 1, ' ', (size_t)(end - sp2 - 1))) {
-                    if (pass)
-                        out[i] = in[i];
-                    continue;
-                }
-                t = sp1 + 1;
-                e = sp2;
+            if (request && !three_words(p, end, &t, &e)) { /* the second of exactly three words */
+                if (pass)
+                    out[i] = in[i];
+                continue;
             }
             const char *q = query_start(t, e);
             int32_t len = q ? (int32_t)(in[i].len - (e - q)) : in[i].len;
-            int http = request && end - e > 5 && memcmp(e + 1, "HTTP/", 5) == 0;
+            int http = request && http_after(e, end);
             if (pass && queries && q && http) {
                 int32_t at = in[i].len > 12 ? in[i].u.ref.off + (int32_t)(q + 1 - p) : 0;
                 put_view(&queries[i], q + 1, (int32_t)(e - q - 1), in[i].len > 12 ? in[i].u.ref.buf : 0, at);
@@ -769,20 +780,13 @@ static PyObject *request_paths(PyObject *self, PyObject *args) {
         int64_t at = 0;
         Py_BEGIN_ALLOW_THREADS /* the reader thread's */
         for (Py_ssize_t i = 0; i < n; i++) {
-            const char *p = view_data(&in[i], data.bufs), *end = p + in[i].len;
-            const char *sp1 = memchr(p, ' ', (size_t)in[i].len);
-            const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(end - sp1 - 1)) : NULL;
-            const char *t = NULL, *e = NULL;
-            if (sp2 && !memchr(sp2 + 1, ' ', (size_t)(end - sp2 - 1)) && end - sp2 > 5 &&
-                memcmp(sp2 + 1, "HTTP/", 5) == 0) {
-                t = sp1 + 1;
-                e = sp2;
-                const char *host = scheme_end(t, e);
-                if (host) { /* what follows the host, or "/" */
-                    t = memchr(host, '/', (size_t)(e - host));
-                    if (!t)
-                        t = "/", e = t + 1;
-                }
+            const char *p = view_data(&in[i], data.bufs), *end = p + in[i].len, *t, *e;
+            if (three_words(p, end, &t, &e) && http_after(e, end)) {
+                const char *from = path_start(t, e);
+                if (from) /* what follows an absolute URI's host, or "/" when nothing does */
+                    t = from;
+                else
+                    t = "/", e = t + 1;
                 const char *q = memchr(t, '?', (size_t)(e - t));
                 if (q)
                     e = q;

@@ -381,7 +381,7 @@ def query_as_cut(cf: CompiledFormat, keyed: str) -> bool:
     keyed field (a request line): the format derives it from its request, which is that
     text as is ("-": none)."""
     typed, _ = cf.typed("UTC")
-    return "query" not in typed and typed.get("request") in (keyed, f"nullif({keyed}, '-')")
+    return cut_from_request(cf, ["query"]) and typed.get("request") in (keyed, f"nullif({keyed}, '-')")
 
 
 def _insert(
