@@ -276,6 +276,29 @@ def test_c_split_takes_only_what_the_regex_reads_alike(line, fields):
 
 
 @needs_c
+@pytest.mark.parametrize(
+    "line",
+    [
+        # an empty Referer and User-Agent header, as Apache writes them
+        '1.2.3.4 - - [29/Mar/2026:00:30:02 +0000] "GET /cms/ HTTP/1.1" 301 235 "" ""',
+        '1.2.3.4 - - [29/Mar/2026:00:30:02 +0000] "GET /cms/ HTTP/1.1" 301 - "" "Mozilla/5.0 (X11)"',
+    ],
+)
+def test_an_empty_quoted_field_is_read_by_the_splits_as_by_the_regex(line):
+    """A quoted field may be empty: the regex reads "" as an empty text, and so do both
+    splits (a line they left to the regex made its batch two INSERTs)."""
+    cf = compile_format(*resolve_format("combined", "apache"))
+    table = pa.table({"line_no": np.array([1], np.int64), "line": pa.array([line], pa.string_view())})
+    by_sql, by_c = split_both_ways(Batch(table, 1, 1, len(line), 0), cf)
+    n = len(cf.fields)
+    groups = tuple(
+        duckdb.execute("SELECT regexp_extract(?, ?, ?)", [line, cf.regex, g]).fetchall()[0][0] for g in range(1, n + 1)
+    )
+    assert by_c == by_sql == {1: groups}
+    assert groups[-2] == ""
+
+
+@needs_c
 def test_nginx_upstream_lists_stay_in_their_field(ingest_text, monkeypatch):
     fmt = '$remote_addr [$time_local] "$request" $status $upstream_response_time $upstream_addr'
     lines = [
