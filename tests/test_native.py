@@ -292,7 +292,8 @@ def test_an_empty_quoted_field_is_read_by_the_splits_as_by_the_regex(line):
     by_sql, by_c = split_both_ways(Batch(table, 1, 1, len(line), 0), cf)
     n = len(cf.fields)
     groups = tuple(
-        duckdb.execute("SELECT regexp_extract(?, ?, ?)", [line, cf.regex, g]).fetchall()[0][0] for g in range(1, n + 1)
+        duckdb.execute("SELECT regexp_extract(?, ?, ?)", [line, cf.regex, g]).fetchall()[0][0]
+        for g in range(1, n + 1)
     )
     assert by_c == by_sql == {1: groups}
     assert groups[-2] == ""
