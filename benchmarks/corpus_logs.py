@@ -40,6 +40,7 @@ class Shape:
     client: str  # regex of the client address (group 1)
     times: tuple[tuple[str, Callable[[datetime, str], str]], ...]  # (regex, new text from clock)
     note: str
+    only: str = ""  # a regex the corpus lines taken must match (all when empty)
 
 
 def _clf(t: datetime, old: str) -> str:
@@ -94,6 +95,17 @@ SHAPES = {
         ),
         "rsyslog + HAProxy httplog, with BADREQ, NOSRV and server events as found",
     ),
+    "haproxy_captures": Shape(
+        ("lnav_haproxy/logfile_haproxy.0",),
+        "haproxy:httplog",
+        r"haproxy\[\d+\]: (\d+\.\d+\.\d+\.\d+):\d+ \[",
+        (
+            (r"^\w{3} [ \d]\d \d{2}:\d{2}:\d{2}", _syslog),
+            (r"\[\d{2}/\w{3}/\d{4}:\d{2}:\d{2}:\d{2}\.\d{3}\]", _haproxy_accept),
+        ),
+        "rsyslog + HAProxy httplog capturing the User-Agent ({...} {}); its request lines only",
+        only=r"\} \{",
+    ),
     "nginx_timed": Shape(
         ("nginx_gonx_thumbs/access.log",),
         '$remote_addr [$time_local] "$request" $status $request_length $body_bytes_sent $request_time '
@@ -137,7 +149,8 @@ def corpus_lines(shape: Shape) -> list[str]:
         if not path.is_file():
             raise SystemExit(f"corpus file missing: {path} (the corpus lives in ../shared/corpus)")
         lines += path.read_bytes().decode("utf-8", "surrogateescape").splitlines()
-    return [x for x in lines if x.strip()]
+    only = re.compile(shape.only)
+    return [x for x in lines if x.strip() and only.search(x)]
 
 
 def lines(shape: Shape, target_bytes: int, seed: int = 1) -> Iterator[str]:

@@ -319,6 +319,53 @@ def test_nginx_upstream_lists_stay_in_their_field(ingest_text, monkeypatch):
         pd.testing.assert_frame_equal(rej1.drop(columns="source"), rej2.drop(columns="source"))
 
 
+_HAPROXY = (
+    "Mar 29 00:30:00 lb haproxy[1]: 10.0.0.{n}:5000 [29/Mar/2026:00:30:00.0{n:02d}] fe be/s1"
+    " 1/0/2/3/6 200 190 - - ---- 1/1/1/0/0 0/0 "
+)
+# Captured headers as HAProxy writes them ({request headers} {response headers}, "|" between
+# the headers of a block): spaces, quotes and an empty block; then lines of other shapes
+# in the same log: one block only, none, and a brace inside a block (no line the regex reads).
+CAPTURED = [
+    '{Mozilla/5.0 (X11; Linux x86_64) "q"|www.example.com} {} "GET /a?x=1 HTTP/1.1"',
+    '{curl/8.4.0|} {text/html} "GET /b HTTP/1.1"',
+    '{} {} "POST /c HTTP/1.0"',
+    '{-|a b  c} {|} "GET /d HTTP/1.1"',
+    '{only the request block} "GET /e HTTP/1.1"',
+    '"GET /f HTTP/1.1"',
+    '{a{b} {} "GET /g HTTP/1.1"',
+]
+
+
+@needs_c
+def test_captured_headers_are_taken_by_the_c_split_as_the_regex_reads_them(ingest_text, monkeypatch):
+    """A log with header captures has "{...}" where %hr and %hs are optional: the plan
+    chosen from a batch's first lines takes the lines with both blocks (the most of them),
+    and every line reads as the regex alone reads it."""
+    lines = [_HAPROXY.format(n=n) + c for n, c in enumerate(CAPTURED * 3)]
+    text = "\n".join(lines) + "\n"
+    cf = compile_format(*resolve_format("httplog", "haproxy"))
+    table = pa.table({"line_no": np.arange(1, len(lines) + 1), "line": pa.array(lines, pa.string_view())})
+    batch = Batch(table, 1, len(lines), len(text), 0)
+    con = duckdb.connect()
+    p = native.plan(cf, sample=(con, batch))
+    assert p is not None
+    taken = native.read_batch(con, cf, p, batch).raw.column("line_no").to_pylist()
+    assert taken == [n + 1 for n, c in enumerate(CAPTURED * 3) if c.count("} {") == 1 and "{a{" not in c]
+    assert native.read_batch(con, cf, native.plan(cf), batch).raw.num_rows == 3  # without captures
+    s1, req1, rej1 = ingest_text(text, "haproxy:httplog")
+    assert (s1.rows, s1.rejects) == (18, 3)
+    extra = [{} if e is pd.NA else dict(e) for e in req1["extra"]]
+    assert extra[0]["captured_request_headers"] == 'Mozilla/5.0 (X11; Linux x86_64) "q"|www.example.com'
+    assert extra[0]["captured_response_headers"] is None  # {}: nothing captured
+    assert extra[3]["captured_request_headers"] == "-|a b  c"
+    assert extra[4]["captured_request_headers"] == "only the request block"  # read by the regex
+    with reading_with(monkeypatch, "regex"):
+        _, req2, rej2 = ingest_text(text, "haproxy:httplog")
+    pd.testing.assert_frame_equal(req1.drop(columns="source"), req2.drop(columns="source"))
+    pd.testing.assert_frame_equal(rej1.drop(columns="source"), rej2.drop(columns="source"))
+
+
 # (line, whether the split paths take it, the field's text as the exact path decodes it)
 _APACHE_ESCAPES = [
     # Apache writes a byte of a referer or user agent that is no ASCII as \xhh: kept as written

@@ -402,12 +402,15 @@ def _words(seg: list[str | Field], sep: str) -> list[list]:
     return words
 
 
-def _without_optional(items: list[str | Field]) -> list[str | Field]:
-    """The format as written when every optional field is absent (the split path's case)."""
+def _without_optional(items: list[str | Field], present: int = 0) -> list[str | Field]:
+    """The format as written when every optional field is absent (the SQL split's case), or
+    all but the first `present` of them (one of the C split's: logan/read/native.py)."""
     out: list[str | Field] = []
     drop_space = False
     for it in items:
-        if isinstance(it, Field) and it.spec.optional:
+        if isinstance(it, Field) and it.spec.optional and present > 0:
+            present -= 1
+        elif isinstance(it, Field) and it.spec.optional:
             drop_space = True
             continue
         if isinstance(it, str):

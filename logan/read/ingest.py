@@ -307,9 +307,8 @@ def _ingest_source(
                 classes = _classes_for(st, shared, resolved, rules, trusted_proxies, ingest_id)
                 classification = classes.classification
                 classified = classification is not None
-                plan = _keyed_plan(
-                    native.plan(cf, *rows.fields_read(cf, classified, keep), tz), cf, classification
-                )
+                plan = native.plan(cf, *rows.fields_read(cf, classified, keep), tz, sample=(st.con, batch))
+                plan = _keyed_plan(plan, cf, classification)
                 reading = _Reading(
                     cf, plan, tz, classification, keep, src.label, ingest_id, kept, classes=classes
                 )
