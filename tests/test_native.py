@@ -366,6 +366,22 @@ def test_captured_headers_are_taken_by_the_c_split_as_the_regex_reads_them(inges
     pd.testing.assert_frame_equal(rej1.drop(columns="source"), rej2.drop(columns="source"))
 
 
+@needs_c
+def test_the_plan_is_chosen_on_lines_spread_over_the_batch():
+    """A log that starts with HAProxy's own messages (a reload) still gets the plan of its
+    requests' shape: the lines that choose are spread over the first batch."""
+    start = ["Mar 29 00:30:00 lb haproxy[1]: Proxy fe started."] * 3000
+    captured = [_HAPROXY.format(n=n % 100) + CAPTURED[0] for n in range(2000)]
+    lines = start + captured
+    cf = compile_format(*resolve_format("httplog", "haproxy"))
+    table = pa.table({"line_no": np.arange(1, len(lines) + 1), "line": pa.array(lines, pa.string_view())})
+    batch = Batch(table, 1, len(lines), sum(map(len, lines)) + len(lines), 0)
+    con = duckdb.connect()
+    p = native.plan(cf, sample=(con, batch))
+    assert p is not None
+    assert native.read_batch(con, cf, p, batch).raw.num_rows == len(captured)
+
+
 # (line, whether the split paths take it, the field's text as the exact path decodes it)
 _APACHE_ESCAPES = [
     # Apache writes a byte of a referer or user agent that is no ASCII as \xhh: kept as written
