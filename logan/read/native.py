@@ -164,19 +164,23 @@ def plan(
     plans = [p for p in made if p is not None]
     if len(plans) <= 1 or sample is None:
         return plans[0] if plans else None
-    return max(plans, key=lambda p: _taken(p, cf, *sample))  # the first of equals: fewest present
+    some, line_no, body = _sample_lines(cf, *sample)
+    # the first of equals: fewest present
+    return max(plans, key=lambda p: split(p, some, line_no, body)[0].num_rows)
 
 
-def _taken(p: Plan, cf: CompiledFormat, con: duckdb.DuckDBPyConnection, batch: Batch) -> int:
-    """How many of SAMPLE_LINES lines spread over the batch the plan takes (not its first
-    ones only: a log may start with a server's messages at its start)."""
+def _sample_lines(
+    cf: CompiledFormat, con: duckdb.DuckDBPyConnection, batch: Batch
+) -> tuple[pa.Array, np.ndarray, np.ndarray | None]:
+    """SAMPLE_LINES lines spread over the batch (not its first ones only: a log may start
+    with a server's messages), their line numbers and where each one's format begins (every
+    plan of a format has the same syslog prefix or none): what split() reads."""
     lines = batch.table.column("line").combine_chunks()
     idx = np.unique(np.linspace(0, len(lines) - 1, min(len(lines), SAMPLE_LINES)).astype(np.int64))
     views, data = _views(lines)
     some = _taken_views(views, idx, data)
     line_no = int64_values(batch.table.column("line_no"))[idx]
-    body = header_lengths(con, cf, some, line_no) if p.has_prefix else None
-    return split(p, some, line_no, body)[0].num_rows
+    return some, line_no, header_lengths(con, cf, some, line_no) if cf.dialect.prefixes else None
 
 
 def _plan(
