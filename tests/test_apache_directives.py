@@ -657,7 +657,7 @@ def test_bad_value_reason_names_the_directive(ingest_text):
 
 def test_backslash_elsewhere_gives_identical_row(ingest_text):
     plain = _line(7, "agent")
-    # Same line, a harmless escaped backslash in the referer: the exact path reads it.
+    # Same line, a harmless escaped backslash in the referer, decoded: the rest reads alike.
     escaped = plain.replace('"-" "agent"', '"http://r.example/a\\\\b" "agent"')
     _, req, _ = ingest_text(plain + "\n" + escaped + "\n", COMBINED_D)
     a, b = req.iloc[0].to_dict(), req.iloc[1].to_dict()

@@ -59,6 +59,30 @@ def split_both_ways(batch: Batch, cf: CompiledFormat) -> tuple[dict, dict]:
     return by_sql, by_c
 
 
+def read_by_regex(batch: Batch, cf: CompiledFormat) -> dict:
+    """{line_no: field texts} of the lines the exact path reads, escapes decoded."""
+    con = duckdb.connect()
+    con.register("__batch", batch.table)
+    aliases = ", ".join(f.alias for f in cf.fields)
+    found = con.execute(f"SELECT line_no, {aliases} FROM ({cf.exact_raw_sql('__batch')}) WHERE matched")
+    return {r[0]: r[1:] for r in found.fetchall()}
+
+
+def c_reads_as_sql_and_regex(batch: Batch, cf: CompiledFormat) -> dict:
+    """The C split's {line_no: field texts} of a batch, checked: it takes every line the SQL
+    split takes, to the same texts, and besides those only lines with an escape it decodes,
+    to the texts the exact path decodes them to."""
+    by_sql, by_c = split_both_ways(batch, cf)
+    assert {k: by_c.get(k) for k in by_sql} == by_sql
+    extra = {k: v for k, v in by_c.items() if k not in by_sql}
+    if extra:
+        lines = dict(zip(*batch.table.to_pydict().values(), strict=True))
+        assert all("\\" in lines[k] for k in extra)
+        by_regex = read_by_regex(batch, cf)
+        assert extra == {k: by_regex.get(k) for k in extra}
+    return by_c
+
+
 @needs_c
 def test_every_preset_the_sql_split_reads_has_a_c_plan():
     for name, d in dialects().items():
@@ -73,7 +97,8 @@ def test_every_preset_the_sql_split_reads_has_a_c_plan():
     "path", corpus_logs() + sorted(SAMPLES.glob("*.log")), ids=lambda p: f"{p.parent.name}/{p.name}"
 )
 def test_c_split_cuts_what_the_sql_split_cuts(path):
-    """On every real log and sample: the same lines taken, the same text in every field."""
+    """On every real log and sample: the same lines taken, the same text in every field (and
+    lines with escapes, read as the regex reads them)."""
     batches = list(read_batches(expand([str(path)])[0]))
     st_ = open_store(None)
     try:
@@ -84,9 +109,7 @@ def test_c_split_cuts_what_the_sql_split_cuts(path):
         pytest.skip(f"{cf.label}: no split path")
     taken = 0
     for batch in batches:
-        by_sql, by_c = split_both_ways(batch, cf)
-        assert by_c == by_sql
-        taken += len(by_c)
+        taken += len(c_reads_as_sql_and_regex(batch, cf))
     if path.parent == SAMPLES:  # all but HAProxy's events (real logs' odd lines may all go to the regex)
         assert taken > 0.99 * sum(b.lines for b in batches)
 
@@ -382,19 +405,33 @@ def test_the_plan_is_chosen_on_lines_spread_over_the_batch():
     assert native.read_batch(con, cf, p, batch).raw.num_rows == len(captured)
 
 
-# (line, whether the split paths take it, the field's text as the exact path decodes it)
+# (the end of a line, whether the SQL split takes it, the referer as the exact path decodes it,
+# the user agent so)
 _APACHE_ESCAPES = [
     # Apache writes a byte of a referer or user agent that is no ASCII as \xhh: kept as written
-    (r'"http://\xe4\xe5\xe3.ru/" "Mozilla/5.0 (iPad)"', True, r"http://\xe4\xe5\xe3.ru/"),
-    (r'"-" "a \x01 control"', True, "-"),
-    (r'"-" "say \"hi\""', False, "-"),  # \" is a quote: the exact path's own
-    (r'"http://x/\\y" "curl"', False, "http://x/\\y"),  # \\ is one backslash
-    (r'"http://x/y\\" "curl"', False, "http://x/y\\"),
+    (
+        r'"http://\xe4\xe5\xe3.ru/" "Mozilla/5.0 (iPad)"',
+        True,
+        r"http://\xe4\xe5\xe3.ru/",
+        "Mozilla/5.0 (iPad)",
+    ),
+    (r'"-" "a \x01 control"', True, "-", r"a \x01 control"),
+    (r'"-" "say \"hi\""', False, "-", 'say "hi"'),  # \" is a quote
+    (r'"http://x/\\y" "curl"', False, "http://x/\\y", "curl"),  # \\ is one backslash
+    (r'"http://x/y\\" "curl"', False, "http://x/y\\", "curl"),
+    (r'"-" "\\\"\\"', False, "-", '\\"\\'),  # \\ \" \\: backslash, quote, backslash
+    (
+        r'"-" "}__t|O:21:\"JDatabaseDriverMysqli\":3:{s:2}"',
+        False,
+        "-",
+        '}__t|O:21:"JDatabaseDriverMysqli":3:{s:2}',
+    ),
 ]
 _NGINX_ESCAPES = [
-    (r'"http://\xE4\xE5.ru/" "Mozilla/5.0"', True, r"http://\xE4\xE5.ru/"),
-    (r'"http://x/\x22q\x22" "curl"', False, 'http://x/"q"'),  # nginx's \x22 is a quote
-    (r'"http://x/\x5Cy" "curl"', False, "http://x/\\y"),
+    (r'"http://\xE4\xE5.ru/" "Mozilla/5.0"', True, r"http://\xE4\xE5.ru/", "Mozilla/5.0"),
+    (r'"http://x/\x22q\x22" "curl"', False, 'http://x/"q"', "curl"),  # nginx's \x22 is a quote
+    (r'"http://x/\x5Cy" "curl"', False, "http://x/\\y", "curl"),
+    (r'"-" "\x5Cx22"', False, "-", "\\x22"),  # a backslash, then the text x22
 ]
 
 
@@ -402,24 +439,26 @@ _NGINX_ESCAPES = [
 @pytest.mark.parametrize(
     "dialect, escapes", [("apache", _APACHE_ESCAPES), ("nginx", _NGINX_ESCAPES)], ids=["apache", "nginx"]
 )
-def test_escapes_the_exact_path_keeps_as_written_are_taken_by_the_split(
+def test_escapes_are_read_by_the_c_split_as_by_the_exact_path(
     dialect, escapes, ingest_text, tmp_path, monkeypatch
 ):
     """A line whose escapes the exact path leaves as written (Apache's \\xhh) is read by both
-    split paths, which keep the text as written too; a line with an escape the exact path
-    decodes (\\" and \\\\, nginx's \\x22 and \\x5C) is left to it. Every reader stores the
-    same rows, with the referer as written by hand above."""
+    split paths, which keep the text as written too. A line with an escape the exact path
+    decodes (\\" and \\\\, nginx's \\x22 and \\x5C) is left to it by the SQL split, and read by
+    the C split, which decodes it alike. Every reader stores the same rows, with the referer
+    and user agent as written by hand above."""
     user = "DOMAIN\\ops" if dialect == "apache" else "-"  # a backslash outside quotes is text
     head = f'10.0.0.1 - {user} [10/Oct/2026:13:55:36 +0000] "GET /a HTTP/1.1" 200 5 '
-    lines = [head + rest for rest, _, _ in escapes]
+    lines = [head + rest for rest, *_ in escapes]
     text = "\n".join(lines) + "\n"
     path = tmp_path / "escapes.log"
     path.write_text(text)
     cf = compile_format(*resolve_format("combined", dialect))
     (batch,) = read_batches(expand([str(path)])[0])
     by_sql, by_c = split_both_ways(batch, cf)
-    assert by_c == by_sql
-    assert sorted(by_c) == [i + 1 for i, (_, taken, _) in enumerate(escapes) if taken]
+    assert sorted(by_sql) == [i + 1 for i, (_, taken, *_) in enumerate(escapes) if taken]
+    assert sorted(by_c) == list(range(1, len(lines) + 1))
+    c_reads_as_sql_and_regex(batch, cf)
 
     s1, req1, rej1 = ingest_text(text, "combined", dialect=dialect)
     assert (s1.rows, s1.rejects) == (len(lines), 0)
@@ -427,12 +466,44 @@ def test_escapes_the_exact_path_keeps_as_written_are_taken_by_the_split(
     def stored(column: str) -> list:
         return [None if pd.isna(v) else v for v in req1[column]]
 
-    assert stored("referer") == [None if want == "-" else want for _, _, want in escapes]
+    assert stored("referer") == [None if referer == "-" else referer for _, _, referer, _ in escapes]
+    assert stored("user_agent") == [agent for *_, agent in escapes]
     assert stored("remote_user") == [None if user == "-" else user] * len(lines)
     for reader in ("sql", "regex"):
         with reading_with(monkeypatch, reader):
             _, req2, _ = ingest_text(text, "combined", dialect=dialect)
         pd.testing.assert_frame_equal(req1.drop(columns="source"), req2.drop(columns="source"))
+
+
+@needs_c
+@pytest.mark.parametrize("profile", ["none", "generic"])
+def test_an_escape_in_a_request_line_is_decoded_unless_classification_keys_on_it(
+    profile, ingest_text, monkeypatch
+):
+    """Classification's keys, queries and templates are made of the request line's raw text
+    in the reader: a request line with an escape is then left to the exact path, whose
+    decoded text the keys are made of. Unclassified, the C split decodes it too. Either
+    way the rows are those of the regex alone."""
+    head = '10.0.0.1 - - [10/Oct/2026:13:55:36 +0000] "GET /a\\"b?q=\\\\1 HTTP/1.1" 200 5 "-" "curl"'
+    plain = '10.0.0.1 - - [10/Oct/2026:13:55:37 +0000] "GET /a/b?q=1 HTTP/1.1" 200 5 "-" "say \\"hi\\""'
+    text = f"{head}\n{plain}\n"
+    taken = []
+    real = native.split
+
+    def spy(p, *a, **k):  # noqa: ANN001, ANN002, ANN003, ANN202
+        raw, through = real(p, *a, **k)
+        taken.extend(raw.column("line_no").to_pylist())
+        return raw, through
+
+    monkeypatch.setattr(native, "split", spy)
+    _, req1, _ = ingest_text(text, "combined", profile=profile)
+    assert taken == ([1, 2] if profile == "none" else [2])
+    assert list(req1["path"]) == ['/a"b', "/a/b"]
+    assert list(req1["query"]) == ["q=\\1", "q=1"]
+    assert list(req1["user_agent"]) == ["curl", 'say "hi"']
+    with reading_with(monkeypatch, "regex"):
+        _, req2, _ = ingest_text(text, "combined", profile=profile)
+    pd.testing.assert_frame_equal(req1.drop(columns="source"), req2.drop(columns="source"))
 
 
 @needs_c

@@ -518,8 +518,8 @@ def test_failure_mid_batch_rolls_back(tmp_path, monkeypatch):
 
 def test_failure_in_second_batch_keeps_the_first(tmp_path, monkeypatch):
     # Every line the same length, so a block holds exactly two lines, and each pair has one
-    # line for the split path and one (an escape) for the exact path.
-    lines = [make_line(i, ua=("a\\\\b" if i % 2 == 0 else "abcd")) for i in range(10, 20)]
+    # line for the split path and one (a tab in a quoted field) for the exact path.
+    lines = [make_line(i, ua=("a\tbc" if i % 2 == 0 else "abcd")) for i in range(10, 20)]
     width = {len(x) for x in lines}
     assert len(width) == 1
     f = tmp_path / "a.log"
@@ -542,7 +542,7 @@ def test_failure_in_second_batch_keeps_the_first(tmp_path, monkeypatch):
     with open_store(db, read_only=True) as ro:
         req = ro.sql("SELECT line_no, user_agent FROM requests ORDER BY line_no")
     assert list(req.line_no) == [1, 2]
-    assert list(req.user_agent) == ["a\\b", "abcd"]  # lines 10 and 11 of the generator
+    assert list(req.user_agent) == ["a\tbc", "abcd"]  # lines 10 and 11 of the generator
 
 
 def test_duckdb_gets_a_row_group_a_chunk_and_two_chunks_of_one_but_a_small_table_whole():

@@ -9,13 +9,17 @@
  * buffer (no copy), or inline when it is 12 bytes or less. Lines not taken are left to the
  * exact path (the format's regex), which reads or rejects them.
  *
- * The rules are those of the SQL split path (logan/read/compile.py), never looser: a line with
- * an escape the exact path decodes is not taken, nor a line with a tab when spaces separate
- * the fields. Each field's table of bytes says so for its text, and the literals hold
- * neither (logan/read/native.py), so only a syslog header is searched here. Which escapes
- * the exact path decodes depends on the server: Apache's \" and \\ (its \xhh stay as
- * written, and so are taken here as they are), nginx's \x22 and \x5C; where a backslash
- * may mean anything else (HAProxy, nginx escape=none), a line with one is not taken.
+ * The rules are those of the SQL split path (logan/read/compile.py), with one addition: a line
+ * with a tab when spaces separate the fields is not taken, and each field's table of bytes
+ * says so for its text (the literals hold none: logan/read/native.py), so only a syslog header
+ * is searched here. Which escapes the exact path decodes depends on the server: Apache's \"
+ * and \\ (its \xhh stay as written, and so are taken here as they are), nginx's \x22 and
+ * \x5C; where a backslash may mean anything else (HAProxy, nginx escape=none), a line with
+ * one is not taken. The addition: where the exact path decodes a field's escapes, this
+ * split decodes them too (DEC_QUOTE, DEC_HEX), into a buffer of its own that the field's
+ * view then points into; the SQL split leaves such lines to the regex. A field whose raw
+ * text the reader makes more of (classification's keys: native.refusing_escapes) keeps
+ * ESC_QUOTE or ESC_HEX, which leave a line with such an escape to the exact path.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -197,16 +201,37 @@ static int parse_time(const char *t, int32_t len, const char *pat, int32_t plen,
 
 enum { LITERAL = 0, FIELD = 1 };
 /* A field's table: what each byte is to it (0: part of its text). */
-enum { BAD = 1, STOP = 2, INNER_SEP = 3, LIST_SEP = 4, ESC_QUOTE = 5, ESC_HEX = 6 };
+/* ESC_*: a backslash that starts an escape the exact path decodes leaves the line to it;
+ * DEC_*: the same escape is decoded here (the kind plus 2). */
+enum { BAD = 1, STOP = 2, INNER_SEP = 3, LIST_SEP = 4, ESC_QUOTE = 5, ESC_HEX = 6, DEC_QUOTE = 7, DEC_HEX = 8 };
 
-/* A backslash at p[pos] (its field's table says ESC_QUOTE or ESC_HEX): 1 when the exact
- * path would decode what it starts (the line is then left to it), 0 when it stays text. */
+/* A backslash at p[pos] (its field's table says ESC_* or DEC_*): the length of the escape
+ * the exact path would decode there, or 0 when the backslash stays text. */
 static inline int decoded_escape(const char *p, int32_t n, int32_t pos, uint8_t kind) {
-    if (kind == ESC_QUOTE) /* Apache, JSON: \" and \\ */
-        return pos + 1 < n && (p[pos + 1] == '"' || p[pos + 1] == '\\');
+    if (kind == ESC_QUOTE || kind == DEC_QUOTE) /* Apache, JSON: \" and \\ */
+        return pos + 1 < n && (p[pos + 1] == '"' || p[pos + 1] == '\\') ? 2 : 0;
     /* nginx: \x22 and \x5C */
     return n - pos >= 4 && p[pos + 1] == 'x' &&
-           ((p[pos + 2] == '2' && p[pos + 3] == '2') || (p[pos + 2] == '5' && p[pos + 3] == 'C'));
+                   ((p[pos + 2] == '2' && p[pos + 3] == '2') || (p[pos + 2] == '5' && p[pos + 3] == 'C'))
+               ? 4
+               : 0;
+}
+
+/* The text of s[0:len] with its escapes of `kind` decoded, as the exact path decodes them
+ * (compile.py's CompiledFormat._decode): into out, which holds len bytes; its length. */
+static int32_t decode(const char *s, int32_t len, uint8_t kind, char *out) {
+    int32_t o = 0;
+    for (int32_t i = 0; i < len;) {
+        int e = s[i] == '\\' ? decoded_escape(s, len, i, kind) : 0;
+        if (e == 2)
+            out[o++] = s[i + 1];
+        else if (e == 4)
+            out[o++] = s[i + 2] == '2' ? '"' : '\\';
+        else
+            out[o++] = s[i];
+        i += e ? e : 1;
+    }
+    return o;
 }
 
 static inline const char *view_data(const View *v, const char *const *bufs) {
@@ -243,10 +268,11 @@ static inline void put_number(int64_t *values, uint8_t *valid, Py_ssize_t row, c
     valid[row >> 3] |= (uint8_t)(1u << (row & 7));
 }
 
-/* Read one line by the plan; fills starts/ends per output slot. 1 when taken. */
+/* Read one line by the plan; fills starts/ends per output slot, and escaped[slot] with the
+ * kind of the escapes to decode in it (0: none). 1 when taken. */
 static int read_line(const char *p, int32_t n, int32_t pos, const Step *steps, int32_t nsteps,
                      const char *lits, const uint8_t *forbid, int sep, int32_t *starts, int32_t *ends,
-                     int64_t *times) {
+                     int64_t *times, uint8_t *escaped) {
     for (int32_t k = 0; k < nsteps; k++) {
         const Step *s = &steps[k];
         if (s->kind == LITERAL) {
@@ -271,8 +297,8 @@ static int read_line(const char *p, int32_t n, int32_t pos, const Step *steps, i
                 return 0;
             for (int32_t i = pos; i < q; i++) {
                 uint8_t c = look[(uint8_t)p[i]];
-                if (c == BAD || ((c == ESC_QUOTE || c == ESC_HEX) && decoded_escape(p, n, i, c)))
-                    return 0;
+                if (c == BAD || (c >= ESC_QUOTE && decoded_escape(p, n, i, c)))
+                    return 0; /* no escape is decoded in such a field (not a quoted one) */
             }
             end = q;
         } else {
@@ -285,10 +311,13 @@ static int read_line(const char *p, int32_t n, int32_t pos, const Step *steps, i
                 if (pos == n)
                     break;
                 uint8_t c = (uint8_t)p[pos];
-                if (look[c] == ESC_QUOTE || look[c] == ESC_HEX) { /* text, unless decoded */
-                    if (decoded_escape(p, n, pos, look[c]))
+                if (look[c] >= ESC_QUOTE) { /* text, unless it starts an escape */
+                    int e = decoded_escape(p, n, pos, look[c]);
+                    if (e && look[c] < DEC_QUOTE)
                         return 0;
-                    pos++;
+                    if (e && s->a >= 0)
+                        escaped[s->a] = look[c];
+                    pos += e ? e : 1; /* an escaped quote does not end the field */
                     continue;
                 }
                 if (look[c] == INNER_SEP && seps < s->spaces) {
@@ -439,6 +468,13 @@ static PyObject *split(PyObject *self, PyObject *args) {
     Py_ssize_t m = 0;
     int32_t starts[512], ends[512];
     int64_t times[512];
+    uint8_t escaped[512];
+    /* The decoded texts of fields with escapes (rare: a user agent with a quote), after
+     * the batch's own buffers in the views' numbering. */
+    char *decoded = NULL;
+    Py_ssize_t decoded_len = 0, decoded_room = 0;
+    int out_of_memory = 0;
+    const int32_t decoded_buf = (int32_t)data.got;
     Py_BEGIN_ALLOW_THREADS
     for (int k = 0; k < nslots; k++)
         if (as_number[k])
@@ -451,7 +487,9 @@ static PyObject *split(PyObject *self, PyObject *args) {
         /* The fields' tables refuse '\\' (and tabs); the header before them is looked at here. */
         if (len == 0 || !plain_header(p, pos, no_tab))
             continue;
-        if (!read_line(p, len, pos, steps, (int32_t)nsteps, lits.buf, forbid.buf, sep, starts, ends, times))
+        memset(escaped, 0, (size_t)nslots);
+        if (!read_line(p, len, pos, steps, (int32_t)nsteps, lits.buf, forbid.buf, sep, starts, ends, times,
+                       escaped))
             continue;
         for (int k = 0; k < nslots; k++) {
             if (as_number[k]) {
@@ -463,15 +501,42 @@ static PyObject *split(PyObject *self, PyObject *args) {
                 } else {
                     put_number(values, valid, m, p + starts[k], ends[k] - starts[k]);
                 }
+            } else if (escaped[k]) {
+                int32_t raw = ends[k] - starts[k];
+                if (decoded_len + raw > decoded_room) {
+                    Py_ssize_t room = 2 * decoded_room + raw + 4096;
+                    char *more = room <= INT32_MAX ? realloc(decoded, (size_t)room) : NULL;
+                    if (!more) {
+                        out_of_memory = 1;
+                        break;
+                    }
+                    decoded = more;
+                    decoded_room = room;
+                }
+                int32_t got = decode(p + starts[k], raw, escaped[k], decoded + decoded_len);
+                put_view((View *)(out + at[k]) + m, decoded + decoded_len, got, decoded_buf, (int32_t)decoded_len);
+                decoded_len += got;
             } else {
                 put_view((View *)(out + at[k]) + m, p + starts[k], ends[k] - starts[k], line->u.ref.buf,
                          line->u.ref.off + starts[k]);
             }
         }
+        if (out_of_memory)
+            break;
         taken[m++] = (int32_t)i;
     }
     Py_END_ALLOW_THREADS
-    result = Py_BuildValue("nNnn", m, rows, i, need); /* i: the lines read, taken or not */
+    if (out_of_memory) {
+        Py_DECREF(rows);
+        PyErr_NoMemory();
+    } else {
+        /* i: the lines read, taken or not; the decoded texts' buffer, or None */
+        PyObject *side = decoded_len ? PyBytes_FromStringAndSize(decoded, decoded_len) : Py_NewRef(Py_None);
+        result = side ? Py_BuildValue("nNnnN", m, rows, i, need, side) : NULL;
+        if (!side)
+            Py_DECREF(rows);
+    }
+    free(decoded);
 done:
     release_buffers(&data);
     PyBuffer_Release(&views);

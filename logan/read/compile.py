@@ -141,14 +141,18 @@ class CompiledFormat:
         regex = _regex(self.items[:-2], self.escape).removesuffix("$") + '([^"]*)$'
         return replace(self, regex=_with_prefix(regex, self.dialect))
 
+    def decodes(self, f: Field) -> bool:
+        """Whether the exact path decodes escapes (DECODED_ESCAPES) in the field's text."""
+        return self.escape == "nginx" or (f.quoted and self.escape in ("apache", "json"))
+
     def _decode(self, expr: str, f: Field) -> str:
+        if not self.decodes(f):
+            return expr
         if self.escape == "nginx":
             # nginx escape=default writes '"', '\\' and bytes < 0x20 or >= 0x7f of every
             # variable as \xHH: undo \x22 and \x5C, keep the rest as written (like Apache's
             # \xhh). Every '\\' in the line starts an escape, so the two passes cannot mix.
             return f"replace(replace({expr}, '\\x22', '\"'), '\\x5C', '\\')"
-        if not f.quoted or self.escape not in ("apache", "json"):
-            return expr
         # \" -> " and \\ -> \ in one left-to-right pass; \xhh (JSON: \n, \u0001) stays.
         return f"regexp_replace({expr}, '\\\\([\"\\\\])', '\\1', 'g')"
 
