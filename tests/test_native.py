@@ -475,18 +475,35 @@ def test_escapes_are_read_by_the_c_split_as_by_the_exact_path(
         pd.testing.assert_frame_equal(req1.drop(columns="source"), req2.drop(columns="source"))
 
 
+_ESCAPED_REQUESTS = [
+    r"GET /a\"b?q=\\1 HTTP/1.1",  # decoded: /a"b, q=\1
+    r"GET /sys/code/box.inc.php?config[\\\"sipssys\\\"]=http://cirt.net/rfiinc.txt? HTTP/1.1",  # nikto
+    r"GET /puppet/v3/catalog/n\"1?environment=pr\\od HTTP/1.1",
+    r"GET /a\\ HTTP/1.1",
+    "GET /a/b?q=1 HTTP/1.1",
+]
+
+
 @needs_c
-@pytest.mark.parametrize("profile", ["none", "generic"])
-def test_an_escape_in_a_request_line_is_decoded_unless_classification_keys_on_it(
-    profile, ingest_text, monkeypatch
+@pytest.mark.parametrize("distinct", [False, True], ids=["keyed", "inline"])
+@pytest.mark.parametrize("profile", ["none", "generic", "puppet"])
+def test_an_escape_in_a_request_line_is_decoded_before_classification(
+    profile, distinct, ingest_text, monkeypatch
 ):
-    """Classification's keys, queries and templates are made of the request line's raw text
-    in the reader: a request line with an escape is then left to the exact path, whose
-    decoded text the keys are made of. Unclassified, the C split decodes it too. Either
-    way the rows are those of the regex alone."""
-    head = '10.0.0.1 - - [10/Oct/2026:13:55:36 +0000] "GET /a\\"b?q=\\\\1 HTTP/1.1" 200 5 "-" "curl"'
-    plain = '10.0.0.1 - - [10/Oct/2026:13:55:37 +0000] "GET /a/b?q=1 HTTP/1.1" 200 5 "-" "say \\"hi\\""'
-    text = f"{head}\n{plain}\n"
+    """The C split decodes a request line's escapes before the reader makes classification's
+    keys, queries and route templates of it: such a line is taken, and its row, route and
+    classes are those the exact path makes of its decoded text. With few distinct request
+    lines the batch is classified by key, with as many as lines row by row."""
+    lines = []
+    for i in range(600):
+        request = _ESCAPED_REQUESTS[i % len(_ESCAPED_REQUESTS)]
+        if distinct:
+            request = request.replace(" HTTP", f"/{i} HTTP", 1).replace("?", f"{i}?", 1)
+        agent = 'say \\"hi\\"' if i % 7 == 0 else "curl"
+        lines.append(
+            f'10.0.0.{i % 9} - - [10/Oct/2026:13:55:{i % 60:02d} +0000] "{request}" 200 5 "-" "{agent}"'
+        )
+    text = "\n".join(lines) + "\n"
     taken = []
     real = native.split
 
@@ -497,10 +514,11 @@ def test_an_escape_in_a_request_line_is_decoded_unless_classification_keys_on_it
 
     monkeypatch.setattr(native, "split", spy)
     _, req1, _ = ingest_text(text, "combined", profile=profile)
-    assert taken == ([1, 2] if profile == "none" else [2])
-    assert list(req1["path"]) == ['/a"b', "/a/b"]
-    assert list(req1["query"]) == ["q=\\1", "q=1"]
-    assert list(req1["user_agent"]) == ["curl", 'say "hi"']
+    assert taken == list(range(1, len(lines) + 1))
+    if not distinct:
+        assert list(req1["path"][:4]) == ['/a"b', "/sys/code/box.inc.php", '/puppet/v3/catalog/n"1', "/a\\"]
+        assert list(req1["query"][:2]) == ["q=\\1", 'config[\\"sipssys\\"]=http://cirt.net/rfiinc.txt?']
+    assert list(req1["user_agent"][:8]) == ['say "hi"', *["curl"] * 6, 'say "hi"']
     with reading_with(monkeypatch, "regex"):
         _, req2, _ = ingest_text(text, "combined", profile=profile)
     pd.testing.assert_frame_equal(req1.drop(columns="source"), req2.drop(columns="source"))

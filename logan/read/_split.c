@@ -17,9 +17,10 @@
  * \x5C; where a backslash may mean anything else (HAProxy, nginx escape=none), a line with
  * one is not taken. The addition: where the exact path decodes a field's escapes, this
  * split decodes them too (DEC_QUOTE, DEC_HEX), into a buffer of its own that the field's
- * view then points into; the SQL split leaves such lines to the regex. A field whose raw
- * text the reader makes more of (classification's keys: native.refusing_escapes) keeps
- * ESC_QUOTE or ESC_HEX, which leave a line with such an escape to the exact path.
+ * view then points into, so that what the reader makes of a request line (classification's
+ * keys, its query, its route template) is made of the text the exact path reads. The SQL
+ * split leaves such lines to the regex. ESC_QUOTE and ESC_HEX, which leave a line with such
+ * an escape to the exact path, remain for fields where the exact path decodes none.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

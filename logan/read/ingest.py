@@ -364,11 +364,7 @@ def _keyed_plan(
     row_query = any(c == "request" and rows.query_as_cut(cf, k) for k, c in zip(keyed, cut, strict=True))
     templates = row_query and classification.templates and rows.cut_from_request(cf, ["path"])
     return dataclasses.replace(
-        native.refusing_escapes(plan, set(keyed)),
-        keyed=tuple(keyed),
-        cut=cut,
-        row_query=row_query,
-        row_templates=templates,
+        plan, keyed=tuple(keyed), cut=cut, row_query=row_query, row_templates=templates
     )
 
 

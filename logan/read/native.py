@@ -15,7 +15,7 @@ import random
 import re
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import duckdb
 import numpy as np
@@ -565,19 +565,6 @@ def split(
     return pa.table(cols), through
 
 
-def refusing_escapes(p: Plan, aliases: set[str]) -> Plan:
-    """The plan with lines whose `aliases` fields hold an escape left to the exact path
-    again, rather than decoded: the reader makes classification's keys, queries and route
-    templates of those fields' raw texts (read_batch), where an escape would make a key
-    other than the one its decoded text makes."""
-    tables = bytearray(p.forbidden)
-    for kind, slot, *rest in _STEP.iter_unpack(p.steps):
-        at = 256 * rest[4] + ord("\\")  # the field's table, at the backslash
-        if kind == _FIELD and slot >= 0 and p.fields[slot].alias in aliases and tables[at] > _BAD + _DECODE:
-            tables[at] -= _DECODE
-    return replace(p, forbidden=bytes(tables))
-
-
 def _slots(p: Plan, n: int) -> list[int]:
     """Where each field's slot of `n` lines starts in split's output buffer, and where the
     last ends (_split.c says the same): n views of 16 bytes, or for a field handed over as
@@ -694,8 +681,8 @@ def _whole_row_groups(
     """The split's rows of a batch and how many of its lines to keep (None: all), so that
     the batch's rows fill whole row groups, at most `most` rows: those the split took from
     its first `through` lines, and the lines among them the exact path will read (the
-    format's regex matches them; lines only the regex reads, such as those with an escape,
-    are rows too)."""
+    format's regex matches them; lines only the regex reads, such as those with a tab in a
+    quoted field, are rows too)."""
     taken = int64_values(raw.column("line_no")) - first
     left = np.setdiff1d(np.arange(through), taken, assume_unique=True)
     rows_at = taken
