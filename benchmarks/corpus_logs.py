@@ -41,6 +41,25 @@ class Shape:
     times: tuple[tuple[str, Callable[[datetime, str], str]], ...]  # (regex, new text from clock)
     note: str
     only: str = ""  # a regex the corpus lines taken must match (all when empty)
+    mixed: tuple[Mixed, ...] = ()  # pieces of other real lines, put into some lines
+
+
+@dataclass(frozen=True)
+class Mixed:
+    """One line in `every` gets a piece of a real line of another log: group 1 of `take`'s
+    first match in `file` replaces group 1 of `into`'s first match in the line."""
+
+    every: int
+    file: str
+    take: str
+    into: str
+
+    def piece(self) -> str:
+        text = (CORPUS / self.file).read_text(encoding="utf-8", errors="surrogateescape")
+        m = re.search(self.take, text, re.M)
+        if m is None:
+            raise SystemExit(f"{self.file}: no line matches {self.take!r}")
+        return m.group(1)
 
 
 def _clf(t: datetime, old: str) -> str:
@@ -63,6 +82,8 @@ def _haproxy_accept(t: datetime, old: str) -> str:
 
 _CLF = (r"\[\d{2}/\w{3}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4}\]", _clf)
 _START_ADDR = r"^(\S+)"
+# the text of a line's last quoted field (an Apache user agent), escapes and all
+_LAST_QUOTED = r'"((?:[^"\\\n]|\\.)*)"$'
 SHAPES = {
     "apache_extended": Shape(
         ("netnea_apache_extended_t5/tutorial-5-example-access.log",),
@@ -84,6 +105,29 @@ SHAPES = {
         _START_ADDR,
         (_CLF,),
         "Apache combined from a Puppet master, a blog and a site under attack; no timer",
+    ),
+    # The same lines with Apache's escapes where real traffic has them: a tablet's user
+    # agent with its screen size in inches (`Alba 10\" Build`, one line in 2,000), and a
+    # nikto probe's request (`config[\\\"sipssys\\\"]`, one in 10,000).
+    "apache_escaped": Shape(
+        (
+            "puppet_access_ssl/puppet_access_ssl.log",
+            "elastic_apache_logs/apache_logs",
+            "basjes_hackers_access/hackers-access.log",
+        ),
+        "combined",
+        _START_ADDR,
+        (_CLF,),
+        "apache_combined's lines; a user agent with \\\" in 1 of 2,000, an escaped probe in 1 of 10,000",
+        mixed=(
+            Mixed(2000, "tricky_issue_lines/fluent-bit-566_escaped_quote_ua.log", _LAST_QUOTED, _LAST_QUOTED),
+            Mixed(
+                10_000,
+                "tricky_crowdsec/apache-http-probing__apache-http-probing.log",
+                r'"(GET \S*\\"\S* HTTP/1\.1)"',
+                r'"([A-Z]+ \S+ HTTP/1\.[01])"',
+            ),
+        ),
     ),
     "haproxy_httplog": Shape(
         ("haproxy_raravena80/haproxy.log", "haproxy_no7dw/haproxy.log", "haproxy_no7dw/haproxy.log.1"),
@@ -160,8 +204,10 @@ def lines(shape: Shape, target_bytes: int, seed: int = 1) -> Iterator[str]:
     addresses: list[str] = []
     client = re.compile(shape.client)
     times = [(re.compile(rx), fn) for rx, fn in shape.times]
-    written = 0
+    mixed = [(m.every, m.piece(), re.compile(m.into)) for m in shape.mixed]
+    written = n = 0
     while written < target_bytes:
+        n += 1
         line = rng.choice(templates)
         clock += timedelta(microseconds=int(rng.expovariate(1 / 4000)))
         for rx, fn in times:
@@ -180,6 +226,10 @@ def lines(shape: Shape, target_bytes: int, seed: int = 1) -> Iterator[str]:
                 )
                 addresses.append(".".join(map(str, octets)))
             line = line[: m.start(1)] + rng.choice(addresses) + line[m.end(1) :]
+        for every, piece, into in mixed:
+            m = into.search(line) if n % every == 0 else None
+            if m:
+                line = line[: m.start(1)] + piece + line[m.end(1) :]
         written += len(line) + 1
         yield line
 

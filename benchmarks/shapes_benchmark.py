@@ -64,7 +64,11 @@ def shape_log(shape: str, gb: float) -> tuple[Path, str, str | None]:
     else:
         s = corpus_logs.SHAPES[shape]
         fmt = s.format
-        goaccess = {"apache_combined": "combined", "nginx_timed": "nginx_timed"}.get(shape)
+        goaccess = {
+            "apache_combined": "combined",
+            "apache_escaped": "combined",
+            "nginx_timed": "nginx_timed",
+        }.get(shape)
         goaccess = goaccess or ("apache_extended" if shape == "apache_extended" else None)
     if not path.exists():
         print(f"making {path.name}...", file=sys.stderr)
