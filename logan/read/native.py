@@ -2,7 +2,9 @@
 
 The plan is made from the same segments and words as the SQL split path
 (logan/read/compile.py), so it takes the lines that path takes, or fewer, and reads them to the
-same raw field texts; the exact path reads or rejects the rest. It is several times faster
+same raw field texts. It also takes lines with an escape the exact path decodes (a user
+agent with \" in it), which the SQL split leaves to it, and decodes them alike. The exact
+path reads or rejects the rest. It is several times faster
 than `string_split` in DuckDB and runs without the GIL. When the extension was not built
 (no C compiler at install time) `available()` is False and the SQL split path does the work.
 """
