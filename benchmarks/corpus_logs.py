@@ -24,7 +24,7 @@ import random
 import re
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -106,29 +106,6 @@ SHAPES = {
         (_CLF,),
         "Apache combined from a Puppet master, a blog and a site under attack; no timer",
     ),
-    # The same lines with Apache's escapes where real traffic has them: a tablet's user
-    # agent with its screen size in inches (`Alba 10\" Build`, one line in 2,000), and a
-    # nikto probe's request (`config[\\\"sipssys\\\"]`, one in 10,000).
-    "apache_escaped": Shape(
-        (
-            "puppet_access_ssl/puppet_access_ssl.log",
-            "elastic_apache_logs/apache_logs",
-            "basjes_hackers_access/hackers-access.log",
-        ),
-        "combined",
-        _START_ADDR,
-        (_CLF,),
-        "apache_combined's lines; a user agent with \\\" in 1 of 2,000, an escaped probe in 1 of 10,000",
-        mixed=(
-            Mixed(2000, "tricky_issue_lines/fluent-bit-566_escaped_quote_ua.log", _LAST_QUOTED, _LAST_QUOTED),
-            Mixed(
-                10_000,
-                "tricky_crowdsec/apache-http-probing__apache-http-probing.log",
-                r'"(GET \S*\\"\S* HTTP/1\.1)"',
-                r'"([A-Z]+ \S+ HTTP/1\.[01])"',
-            ),
-        ),
-    ),
     "haproxy_httplog": Shape(
         ("haproxy_raravena80/haproxy.log", "haproxy_no7dw/haproxy.log", "haproxy_no7dw/haproxy.log.1"),
         "haproxy:httplog",
@@ -159,6 +136,22 @@ SHAPES = {
         "nginx with $request_time, thumbnails of hashed paths",
     ),
 }
+# The same lines with Apache's escapes where real traffic has them: a tablet's user agent
+# with its screen size in inches (`Alba 10\" Build`, one line in 2,000), and a nikto
+# probe's request (`config[\\\"sipssys\\\"]`, one in 10,000).
+SHAPES["apache_escaped"] = replace(
+    SHAPES["apache_combined"],
+    note="apache_combined's lines; a user agent with \\\" in 1 of 2,000, an escaped probe in 1 of 10,000",
+    mixed=(
+        Mixed(2000, "tricky_issue_lines/fluent-bit-566_escaped_quote_ua.log", _LAST_QUOTED, _LAST_QUOTED),
+        Mixed(
+            10_000,
+            "tricky_crowdsec/apache-http-probing__apache-http-probing.log",
+            r'"(GET \S*\\"\S* HTTP/1\.1)"',
+            r'"([A-Z]+ \S+ HTTP/1\.[01])"',
+        ),
+    ),
+)
 FORMAT_DIALECT = {"nginx_timed": "nginx"}
 
 
