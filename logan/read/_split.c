@@ -9,18 +9,21 @@
  * buffer (no copy), or inline when it is 12 bytes or less. Lines not taken are left to the
  * exact path (the format's regex), which reads or rejects them.
  *
- * The rules are those of the SQL split path (logan/read/compile.py), with one addition: a line
- * with a tab when spaces separate the fields is not taken, and each field's table of bytes
- * says so for its text (the literals hold none: logan/read/native.py), so only a syslog header
- * is searched here. Which escapes the exact path decodes depends on the server: Apache's \"
- * and \\ (its \xhh stay as written, and so are taken here as they are), nginx's \x22 and
- * \x5C; where a backslash may mean anything else (HAProxy, nginx escape=none), a line with
- * one is not taken. The addition: where the exact path decodes a field's escapes, this
- * split decodes them too (DEC_QUOTE, DEC_HEX), into a buffer of its own that the field's
- * view then points into, so that what the reader makes of a request line (classification's
- * keys, its query, its route template) is made of the text the exact path reads. The SQL
- * split leaves such lines to the regex. ESC_QUOTE and ESC_HEX, which leave a line with such
- * an escape to the exact path, remain for fields where the exact path decodes none.
+ * The rules are those of the SQL split path (logan/read/compile.py), never looser: a line
+ * with a tab when spaces separate the fields is not taken. Each field's table of bytes says
+ * so for its text, and the literals hold none (logan/read/native.py), so only a syslog
+ * header is searched here. Which escapes the exact path decodes depends on the server:
+ * Apache's \" and \\ (its \xhh stay as written, and are taken here as they are), nginx's
+ * \x22 and \x5C; where a backslash may mean anything else (HAProxy, nginx escape=none), a
+ * line with one is not taken.
+ *
+ * Where the exact path decodes a field's escapes, this split takes the line and decodes
+ * them alike (DEC_QUOTE, DEC_HEX), into a buffer of its own that the field's view points
+ * into: what the reader makes of a request line (classification's keys, its query, its
+ * route template) is then made of the text the exact path reads. The SQL split leaves such
+ * lines to the regex. In a field where the exact path decodes none (Apache's fields outside
+ * quotes) or that is read up to its last stop byte (an IPv6 client before ":port"),
+ * ESC_QUOTE and ESC_HEX leave a line with such an escape to the exact path.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
