@@ -273,10 +273,11 @@ static inline void put_number(int64_t *values, uint8_t *valid, Py_ssize_t row, c
 }
 
 /* Read one line by the plan; fills starts/ends per output slot, and escaped[slot] with the
- * kind of the escapes to decode in it (0: none). 1 when taken. */
+ * kind of the escapes to decode in it, setting *any (escaped is all 0 before, and its
+ * caller clears it again when *any). 1 when taken. */
 static int read_line(const char *p, int32_t n, int32_t pos, const Step *steps, int32_t nsteps,
                      const char *lits, const uint8_t *forbid, int sep, int32_t *starts, int32_t *ends,
-                     int64_t *times, uint8_t *escaped) {
+                     int64_t *times, uint8_t *escaped, int *any) {
     for (int32_t k = 0; k < nsteps; k++) {
         const Step *s = &steps[k];
         if (s->kind == LITERAL) {
@@ -319,8 +320,10 @@ static int read_line(const char *p, int32_t n, int32_t pos, const Step *steps, i
                     int e = decoded_escape(p, n, pos, look[c]);
                     if (e && look[c] < DEC_QUOTE)
                         return 0;
-                    if (e && s->a >= 0)
+                    if (e && s->a >= 0) {
                         escaped[s->a] = look[c];
+                        *any = 1;
+                    }
                     pos += e ? e : 1; /* an escaped quote does not end the field */
                     continue;
                 }
@@ -472,7 +475,7 @@ static PyObject *split(PyObject *self, PyObject *args) {
     Py_ssize_t m = 0;
     int32_t starts[512], ends[512];
     int64_t times[512];
-    uint8_t escaped[512];
+    uint8_t escaped[512] = {0};
     /* The decoded texts of fields with escapes (rare: a user agent with a quote), after
      * the batch's own buffers in the views' numbering. */
     char *decoded = NULL;
@@ -491,10 +494,14 @@ static PyObject *split(PyObject *self, PyObject *args) {
         /* The fields' tables refuse '\\' (and tabs); the header before them is looked at here. */
         if (len == 0 || !plain_header(p, pos, no_tab))
             continue;
-        memset(escaped, 0, (size_t)nslots);
-        if (!read_line(p, len, pos, steps, (int32_t)nsteps, lits.buf, forbid.buf, sep, starts, ends, times,
-                       escaped))
+        int any = 0; /* a field with escapes to decode: rare, so escaped is cleared only then */
+        int read = read_line(p, len, pos, steps, (int32_t)nsteps, lits.buf, forbid.buf, sep, starts, ends, times,
+                             escaped, &any);
+        if (!read) {
+            if (any)
+                memset(escaped, 0, sizeof escaped);
             continue;
+        }
         for (int k = 0; k < nslots; k++) {
             if (as_number[k]) {
                 int64_t *values = (int64_t *)(out + at[k]);
@@ -525,6 +532,8 @@ static PyObject *split(PyObject *self, PyObject *args) {
                          line->u.ref.off + starts[k]);
             }
         }
+        if (any)
+            memset(escaped, 0, sizeof escaped);
         if (out_of_memory)
             break;
         taken[m++] = (int32_t)i;
