@@ -67,9 +67,9 @@ def shape_log(shape: str, gb: float) -> tuple[Path, str, str | None]:
         goaccess = {
             "apache_combined": "combined",
             "apache_escaped": "combined",
+            "apache_extended": "apache_extended",
             "nginx_timed": "nginx_timed",
         }.get(shape)
-        goaccess = goaccess or ("apache_extended" if shape == "apache_extended" else None)
     if not path.exists():
         print(f"making {path.name}...", file=sys.stderr)
         tmp = path.with_suffix(".part")
