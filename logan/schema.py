@@ -7,12 +7,15 @@ NULL, never 0.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 # Versions a store may be in and still be opened: an older one is migrated in place when
 # opened for writing (logan.store: version 4 lacks the `files` table, which is added; the
-# rows of 4, 5 and 6 need no change: their request lines, resources and requesters are
-# stored whole, which version 7 reads as well), and read as it is.
-MIGRATES_FROM = (4, 5, 6)
+# rows of 4 to 7 need no change: their request lines, resources and requesters are
+# stored whole or flagged as copies, and every classification column exists, all of
+# which version 8 reads as well), and read as it is. Version 8 may leave out a column
+# no row filled, `resource` and `requester` beside their flags among them, which the view
+# of 7 cannot read.
+MIGRATES_FROM = (4, 5, 6, 7)
 
 # `requests` is a view over the table `requests_data`, which holds only the columns some
 # ingested format fills (and provenance): a column no log carried is not stored at all, and
@@ -237,7 +240,9 @@ def requests_select_sql(stored: set[str], provenance: bool = True, routes: bool 
             )
         if name in COPIES and COPIES[name][1] in stored:
             of, flag = COPIES[name]
-            return f"CASE WHEN r.{flag} THEN r.{of} ELSE r.{name} END AS {name}"
+            # a column no row had a value of its own in is not stored: its flag alone is
+            other = f"r.{name}" if name in stored else f"CAST(NULL AS {typ})"
+            return f"CASE WHEN r.{flag} THEN r.{of} ELSE {other} END AS {name}"
         return f"r.{name} AS {name}" if name in stored else f"CAST(NULL AS {typ}) AS {name}"
 
     cols = ",\n  ".join(col(n, t) for n, t, _ in REQUESTS if provenance or n not in FROM_INGESTS)

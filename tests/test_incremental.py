@@ -21,11 +21,12 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 import logan
-from logan import cli
+from logan import cli, schema
 from logan.errors import LoganError, StoreError
 from logan.read import follow as follow_module
 from logan.read.ingest import ingest
@@ -486,7 +487,7 @@ def small_disk(tmp_path):
 
 def test_a_full_disk_is_said_and_the_store_keeps_every_committed_batch(tmp_path, small_disk):
     log, db = tmp_path / "access.log", small_disk / "s.duckdb"
-    total = 600_000  # about 120 MB of log: far more than the 24 MB disk holds
+    total = 1_200_000  # 114 MB of log, whose store in 1 MiB batches takes twice the 24 MB disk
     with log.open("w") as fh:
         for start in range(0, total, 50_000):
             fh.write("".join(line(n) for n in range(start, start + 50_000)))
@@ -533,7 +534,9 @@ def test_a_store_of_the_previous_version_is_read_then_migrated_in_place(tmp_path
     counts = dict(st.sql("SELECT source, count(*) n FROM requests GROUP BY 1").values.tolist())
     assert counts == {"lb": 100, "puppet": 300, "new": 10}
     assert st.sql("SELECT count(*) n FROM rejects")["n"][0] == 1
-    assert st.sql("SELECT value FROM logan_meta WHERE key = 'schema_version'")["value"][0] == "7"
+    assert st.sql("SELECT value FROM logan_meta WHERE key = 'schema_version'")["value"][0] == str(
+        schema.SCHEMA_VERSION
+    )
     assert st.sql("SELECT count(*) n FROM files")["n"][0] == 1  # the registry is there now
     st.close()
 
@@ -554,7 +557,9 @@ def test_a_store_of_version_5_keeps_its_whole_request_lines_beside_rebuilt_ones(
     r = logan_cli("ingest", str(log), "--db", str(db), "--format", FORMAT, "--label", "new")
     assert r.returncode == 0, r.stderr
     st = logan.open(db, read_only=True)
-    assert st.sql("SELECT value FROM logan_meta WHERE key = 'schema_version'")["value"][0] == "7"
+    assert st.sql("SELECT value FROM logan_meta WHERE key = 'schema_version'")["value"][0] == str(
+        schema.SCHEMA_VERSION
+    )
     # as each log has it: the request field of its lines, read here with a regex of its own
     want = {
         ("puppet", i + 1): m.group(1)
@@ -592,7 +597,9 @@ def test_a_store_of_version_6_keeps_its_whole_resources_and_requesters_beside_co
     r = logan_cli("ingest", str(log), "--db", str(db), *args)
     assert r.returncode == 0, r.stderr
     st = logan.open(db, read_only=True)
-    assert st.sql("SELECT value FROM logan_meta WHERE key = 'schema_version'")["value"][0] == "7"
+    assert st.sql("SELECT value FROM logan_meta WHERE key = 'schema_version'")["value"][0] == str(
+        schema.SCHEMA_VERSION
+    )
     got = st.sql("SELECT source, line_no, resource, requester FROM requests ORDER BY 1, 2")
     pd.testing.assert_frame_equal(got[got.source != "new"].reset_index(drop=True), old)
     # the new lines' path and client, read from the lines themselves
@@ -604,6 +611,40 @@ def test_a_store_of_version_6_keeps_its_whole_resources_and_requesters_beside_co
         "FROM requests_data r JOIN ingests i USING (ingest_id) GROUP BY 1 ORDER BY 1"
     ).values.tolist()
     assert stored == [["lb", 100, 0, 100, 0], ["new", 0, 10, 0, 10], ["puppet", 300, 0, 300, 0]]
+    st.close()
+
+
+V7 = Path(__file__).parent / "data" / "store_v7.duckdb.gz"
+
+
+def test_a_store_of_version_7_keeps_its_classification_columns_beside_rows_that_fill_none(tmp_path):
+    """Version 7 stored every classification column; 8 leaves out one that no row of an
+    ingest fills (the generic profile's environment and requester_group, its resource and
+    requester beside their flags). A store of 7 (tests/data/README.md) keeps those columns:
+    its rows show as before, and a generic ingest into it shows its rows' path, client and
+    NULLs there, as classifying them row by row does."""
+    db = tmp_path / "v7.duckdb"
+    with gzip.open(V7, "rb") as src, db.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    classes = "environment, resource, requester, requester_group"
+    shown = f"SELECT source, line_no, {classes} FROM requests ORDER BY 1, 2"
+    before = logan.open(db, read_only=True)
+    old = before.sql(shown)
+    before.close()
+    log = tmp_path / "new.log"
+    log.write_text("".join(line(n) for n in range(10)))
+    r = logan_cli(
+        "ingest", str(log), "--db", str(db), "--format", FORMAT, "--label", "new", "--profile", "generic"
+    )
+    assert r.returncode == 0, r.stderr
+    st = logan.open(db, read_only=True)
+    assert st.sql("SELECT value FROM logan_meta WHERE key = 'schema_version'")["value"][0] == "8"
+    got = st.sql(shown)
+    pd.testing.assert_frame_equal(got[got.source != "new"].reset_index(drop=True), old)
+    assert old.environment.notna().sum() > 0 and old.resource.notna().all()  # version 7 filled them
+    # the new lines' path and client, read from the lines themselves; no environment, no group
+    want = [["new", n + 1, None, f"/r/{n}", f"10.0.{n % 200}.{n % 7}", None] for n in range(10)]
+    assert got[got.source == "new"].replace({np.nan: None}).values.tolist() == want
     st.close()
 
 

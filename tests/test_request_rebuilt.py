@@ -10,7 +10,8 @@ import pytest
 
 import logan
 from logan.read import ingest, native
-from logan.read.classify import reclassify
+from logan.read.classify import classification_exprs, reclassify
+from logan.store import stored_columns
 
 REQUESTS = [
     "GET /a HTTP/1.1",
@@ -84,33 +85,70 @@ def test_the_view_shows_each_request_line_as_logged_and_only_odd_ones_are_stored
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_logs"
 
 
+CLASSES = "environment, indirector, resource, route, requester, requester_group"
+
+
 @pytest.mark.parametrize(
     "log, profile", [("puppet_access.log", "puppet"), ("haproxy.log", "generic")], ids=["puppet", "generic"]
 )
 def test_a_resource_or_requester_that_copies_its_path_or_client_is_left_to_the_view(tmp_path, log, profile):
-    """The generic profile's resource is the path and most requesters are the client: such
-    a row stores NULL and a true flag (schema.COPIES), the view shows the path or the client.
-    The Puppet profile's resources are not the path, and a Puppet node's requester is its
-    name: those are stored. The view shows what reclassifying the rows, which stores every
-    value whole, shows."""
+    """The generic profile's resource is the path and its requester the client: such a row
+    stores no resource or requester but a true flag (schema.COPIES), and the view shows the
+    path or the client. It names no environment and no group: those columns are not stored
+    at all (rows.stored_columns). The Puppet profile's resources are not the path, and a
+    Puppet node's requester is its name: those are stored. The view shows what
+    reclassifying the rows, which stores every value whole, shows."""
     db = str(tmp_path / "s.duckdb")
     fmt = "combined_D" if profile == "puppet" else "auto"
     ingest.ingest([str(SAMPLES / log)], store=db, format=fmt, profile=profile).store.close()
     st = logan.open(db)
-    view = "SELECT line_no, resource, requester FROM requests ORDER BY line_no"
+    view = f"SELECT line_no, {CLASSES} FROM requests ORDER BY line_no"
     shown = st.con.execute(view).fetchall()
-    ((n, resources, paths, requesters, clients, alike),) = st.con.execute(
-        "SELECT count(*), count(resource), count(*) FILTER (WHERE resource_is_path), count(requester),"
-        " count(*) FILTER (WHERE requester_is_client),"
-        " count(*) FILTER (WHERE resource IS NOT DISTINCT FROM path OR requester = client) FROM requests_data"
-    ).fetchall()
-    assert resources + paths == n and requesters + clients == n and alike == 0
+    stored = stored_columns(st.con)
     if profile == "generic":
-        assert (resources, requesters) == (0, 0)
+        assert not stored & {"environment", "resource", "requester", "requester_group"}
+        ((n, paths, clients),) = st.con.execute(
+            "SELECT count(*), count(*) FILTER (WHERE resource_is_path),"
+            " count(*) FILTER (WHERE requester_is_client) FROM requests_data"
+        ).fetchall()
+        assert paths == clients == n > 0
     else:
+        assert {"environment", "resource", "requester"} <= stored and "requester_group" not in stored
+        ((n, resources, paths, requesters, clients, alike),) = st.con.execute(
+            "SELECT count(*), count(resource), count(*) FILTER (WHERE resource_is_path), count(requester),"
+            " count(*) FILTER (WHERE requester_is_client),"
+            " count(*) FILTER (WHERE resource IS NOT DISTINCT FROM path OR requester = client)"
+            " FROM requests_data"
+        ).fetchall()
+        assert resources + paths == n and requesters + clients == n and alike == 0
         assert resources > 0.9 * n and 0 < requesters < 0.5 * n  # node names; requests of no node
     reclassify(st.con, profile)  # every row again, stored whole
     whole = "SELECT count(*) FROM requests_data WHERE resource_is_path OR requester_is_client"
     assert st.con.execute(whole).fetchall() == [(0,)]
     assert st.con.execute(view).fetchall() == shown
+    st.close()
+
+
+def test_a_store_takes_a_classification_column_when_a_later_ingest_fills_it(tmp_path):
+    """A generic ingest stores no environment, resource or requester; a Puppet ingest into
+    the same store then adds them, and every row, the first ingest's too, shows what
+    classifying it row by row (classify.classification_exprs, no store) gives."""
+    db = str(tmp_path / "s.duckdb")
+    ingest.ingest([str(SAMPLES / "haproxy.log")], store=db, format="auto", profile="generic").store.close()
+    st = logan.open(db)
+    assert "resource" not in stored_columns(st.con)
+    st.close()
+    ingest.ingest(
+        [str(SAMPLES / "puppet_access.log")], store=db, format="combined_D", profile="puppet"
+    ).store.close()
+    st = logan.open(db)
+    assert {"environment", "resource", "requester"} <= stored_columns(st.con)
+    for source, profile in (("haproxy.log", "generic"), ("puppet_access.log", "puppet")):
+        exprs = classification_exprs(profile)
+        by_row = ", ".join(f"{exprs[c]} AS {c}" for c in CLASSES.split(", ") if c != "route")
+        rows = "FROM requests WHERE source LIKE '%' || ? ORDER BY line_no"
+        got = st.con.execute(f"SELECT {CLASSES.replace('route, ', '')} {rows}", [source]).fetchall()
+        want = st.con.execute(f"SELECT {by_row} {rows}", [source]).fetchall()
+        assert len(got) > 100 and got == want, source
+        assert any(r[2] is not None for r in got)  # resources: the paths, Puppet's keys
     st.close()

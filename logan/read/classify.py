@@ -757,6 +757,20 @@ def classification_exprs(
     return {col: out[col] for col in CLASSIFIED}
 
 
+def unfilled_columns(profile: str, rules: Rules, trusted_proxies: Sequence[str] = ()) -> frozenset[str]:
+    """The classification columns (CLASSIFIED) in which no row gets a value of its own:
+    NULL on every row, or for a schema.COPIES column, its source's value on every row.
+    The generic profile names no environment and no agent, so its resource is the path and
+    its requester the client unless a rule or a trusted proxy says otherwise; without
+    groups, no row has a requester_group."""
+    targeted = {t for r in rules.rules for t in r.targets}
+    out = set() if rules.groups else {"requester_group"}
+    if profile == "generic":
+        out |= {"environment", "resource"} - targeted
+        out |= set() if trusted_proxies else {"requester"}
+    return frozenset(out)
+
+
 def classified_sql(
     relation: str,
     profile: str,

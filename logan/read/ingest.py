@@ -35,6 +35,7 @@ from logan.read.classify import (
     load_rules,
     register_route_template,
     templates_of_paths,
+    unfilled_columns,
 )
 from logan.read.compile import CompiledFormat, compile_format
 from logan.read.dialects import get_dialect, resolve_format
@@ -312,7 +313,8 @@ def _ingest_source(
                 reading = _Reading(
                     cf, plan, tz, classification, keep, src.label, ingest_id, kept, classes=classes
                 )
-                st.ensure_columns(rows.stored_columns(cf, classified, keep, reading.rebuild))
+                unfilled = classification.unfilled if classification is not None else ()
+                st.ensure_columns(rows.stored_columns(cf, classified, keep, reading.rebuild, unfilled))
                 summary.tz_assumed |= _has_local_time(cf)
                 reading.row = _IngestRow(
                     [ingest_id, src.label, cf.dialect.name, cf.label, batch.first_line, started_at], t0
@@ -583,9 +585,12 @@ def _classification(
         return None
     bound = load_rules(rules) if rules is not None else Rules()  # type: ignore[arg-type]
     keys = tuple(key_columns(profile, bound))
+    unfilled = unfilled_columns(profile, bound, trusted)
     if trusted or bound.groups:
         return rows.Classification(
-            lambda rel, keyed=None: classified_sql(rel, profile, bound, trusted, keyed), keys
+            lambda rel, keyed=None: classified_sql(rel, profile, bound, trusted, keyed),
+            keys,
+            unfilled=unfilled,
         )
     cached = ClassCache(cache, profile, bound, native)
     return rows.Classification(
@@ -598,6 +603,7 @@ def _classification(
         lambda rel, keyed: classified_sql(rel, profile, bound, trusted, keyed, cached, direct=True),
         lambda rel, made=None: classified_inline_sql(rel, cached, made),
         templates=native and profile == "generic",
+        unfilled=unfilled,
     )
 
 

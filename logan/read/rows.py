@@ -114,12 +114,23 @@ def _derived_columns(cf: CompiledFormat) -> dict[str, str]:
 
 
 def stored_columns(
-    cf: CompiledFormat, classified: bool, keep: Keep = None, rebuild: bool = False
+    cf: CompiledFormat,
+    classified: bool,
+    keep: Keep = None,
+    rebuild: bool = False,
+    unfilled: Collection[str] = (),
 ) -> list[str]:
     """The columns a batch of this format writes to the stored table: those it fills, or
     only those of them in `keep` (a one-shot report's store). `rebuild`: a request line
     that is its parts joined is left for the view to rebuild, when they are all stored
-    (schema.REQUEST_PARTS): `request_rebuilt` is written too."""
+    (schema.REQUEST_PARTS): `request_rebuilt` is written too; and so is the flag of a
+    resource or requester that copies its path or client (schema.COPIES).
+
+    `unfilled`: classification columns no row gets a value of its own in
+    (Classification.unfilled). They are not written: DuckDB spends as much on a column that
+    is NULL on every row as on a full one (the generic profile's environment and
+    requester_group, and with `rebuild` its resource and requester, left to their flags:
+    a fifteenth of the Apache corpus shape's write)."""
     out = _derived_columns(cf)
     canonical = [
         c
@@ -129,8 +140,12 @@ def stored_columns(
         and (keep is None or c in keep or c in schema.ALWAYS_STORED)
     ]
     parts = rebuild and {"request", *schema.REQUEST_PARTS} <= set(canonical)
-    copies = [flag for c, (of, flag) in schema.COPIES.items() if rebuild and {c, of} <= set(canonical)]
-    return ["ingest_id", *canonical, *(["request_rebuilt"] if parts else []), *copies]
+    copies = [c for c, (of, _) in schema.COPIES.items() if rebuild and {c, of} <= set(canonical)]
+    # an unfilled copy of a column the format fills is written whole where no flag says it is one
+    whole = {c for c, (of, _) in schema.COPIES.items() if of in out and c not in copies}
+    written = [c for c in canonical if c not in unfilled or c in whole]
+    flags = [schema.COPIES[c][1] for c in copies]
+    return ["ingest_id", *written, *(["request_rebuilt"] if parts else []), *flags]
 
 
 def fields_read(cf: CompiledFormat, classified: bool, keep: Keep) -> tuple[set[str], set[str]]:
@@ -206,6 +221,9 @@ class Classification:
     # its `inline` reads each row's route template and indirector from columns the rows
     # carry, when they do (native.Plan.row_templates)
     templates: bool = False
+    # the classification columns no row gets a value of its own in (classify.unfilled_columns):
+    # not written (stored_columns)
+    unfilled: frozenset[str] = frozenset()
 
 
 # None leaves the classification columns NULL.
@@ -398,7 +416,8 @@ def _insert(
 ) -> str:
     """`by_row`: the rows carry ROW_REBUILT (the reader's answer to REBUILT_TEST);
     `templates`: the columns of each row's route template and indirector, for `inline`."""
-    names = stored_columns(cf, classify is not None, keep, rebuild)
+    unfilled = classify.unfilled if classify is not None else frozenset()
+    names = stored_columns(cf, classify is not None, keep, rebuild, unfilled)
     cols = ", ".join(names)
     values = cols
     if classify is None:
@@ -411,7 +430,7 @@ def _insert(
         source = classify.direct(derived, keyed)
     else:
         source = classify.sql(derived, keyed)
-    flags = _left_to_the_view(names)
+    flags = _left_to_the_view(names, unfilled)
     if flags:
         # each compared once, in a layer of its own, for both of its columns
         made = {}
@@ -426,15 +445,16 @@ def _insert(
     return f"INSERT INTO {schema.REQUESTS_TABLE} ({cols}) SELECT {values} FROM ({source})"
 
 
-def _left_to_the_view(names: list[str]) -> dict[str, tuple[str, str]]:
+def _left_to_the_view(names: list[str], unfilled: Collection[str] = ()) -> dict[str, tuple[str, str]]:
     """{flag: (the column a true flag leaves NULL, SQL: whether the view can make its value)}
-    for the flags among the stored columns `names` (stored_columns)."""
+    for the flags among the stored columns `names` (stored_columns); an `unfilled` copy is
+    its source on every row."""
     out = {}
     if "request_rebuilt" in names:
         out["request_rebuilt"] = ("request", REBUILT_TEST)
     for column, (of, flag) in schema.COPIES.items():
         if flag in names:
-            out[flag] = (column, f"{column} IS NOT DISTINCT FROM {of}")
+            out[flag] = (column, "true" if column in unfilled else f"{column} IS NOT DISTINCT FROM {of}")
     return out
 
 
