@@ -780,9 +780,12 @@ def test_a_signal_inside_a_duckdb_query_stops_follow_as_ctrl_c_does(tmp_path, mo
         st = real(*a, **k)
         opened.append(st)
         if len(opened) == 2:  # the second round: a real signal inside a real, long query
-            threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
             try:
-                st.con.execute("SELECT count(*) FROM range(10000000000) t(x) WHERE x % 7 = 3").fetchall()
+                # DuckDB's Python client now and then misses a SIGINT (3 runs of this test in 14
+                # here): the query then runs to its end, and the next try sends another
+                for _ in range(5):
+                    threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+                    st.con.execute("SELECT count(*) FROM range(10000000000) t(x) WHERE x % 7 = 3").fetchall()
             finally:
                 st.close()
         return st
