@@ -787,6 +787,9 @@ def open_then_signalled(*a, **k):
     return st
 
 follow_module.open_store = open_then_signalled
+# as an interactive shell starts it: a job started in the background (`cmd &`) inherits
+# SIGINT ignored, and Python then keeps it so
+signal.signal(signal.SIGINT, signal.default_int_handler)
 summary = follow_module.follow([sys.argv[1]], sys.argv[2], interval=0.01, format=sys.argv[3])
 print(len(opened), summary.rows)
 """
