@@ -229,6 +229,9 @@ def requests_select_sql(stored: set[str], provenance: bool = True, routes: bool 
     route templates (the `route` column is then as classified)."""
     templates = routes and "route" in stored
 
+    def stored_or_null(name: str, typ: str) -> str:
+        return f"r.{name}" if name in stored else f"CAST(NULL AS {typ})"
+
     def col(name: str, typ: str) -> str:
         if name in FROM_INGESTS:
             return f"i.{name} AS {name}"
@@ -241,9 +244,8 @@ def requests_select_sql(stored: set[str], provenance: bool = True, routes: bool 
         if name in COPIES and COPIES[name][1] in stored:
             of, flag = COPIES[name]
             # a column no row had a value of its own in is not stored: its flag alone is
-            other = f"r.{name}" if name in stored else f"CAST(NULL AS {typ})"
-            return f"CASE WHEN r.{flag} THEN r.{of} ELSE {other} END AS {name}"
-        return f"r.{name} AS {name}" if name in stored else f"CAST(NULL AS {typ}) AS {name}"
+            return f"CASE WHEN r.{flag} THEN r.{of} ELSE {stored_or_null(name, typ)} END AS {name}"
+        return f"{stored_or_null(name, typ)} AS {name}"
 
     cols = ",\n  ".join(col(n, t) for n, t, _ in REQUESTS if provenance or n not in FROM_INGESTS)
     join = " LEFT JOIN ingests AS i ON r.ingest_id = i.ingest_id" if provenance else ""
