@@ -233,6 +233,26 @@ def test_new_routes_folded_alone_get_what_a_whole_fold_gives(monkeypatch) -> Non
     assert alone.execute(folded_alone).fetchone() == ("82",)
 
 
+def test_routes_written_anew_take_the_place_of_the_table_in_a_store_file(tmp_path: Path, monkeypatch) -> None:
+    # Past REWRITE_ROUTES_AT new routes the fold writes a table of the store and puts it
+    # in the place of `routes`: after a reopen, the same templates as the copy a fold
+    # under the mark makes, in a table of two columns, and nothing of the fold left.
+    copied = open_store(None).con
+    _hashed(copied, range(0, 30), range(0, 40))
+    changed = collapse_routes(copied)
+    monkeypatch.setattr(classify, "REWRITE_ROUTES_AT", 1_000)  # 1,230 new routes: past it
+    with open_store(tmp_path / "s.duckdb") as store:
+        _hashed(store.con, range(0, 30), range(0, 40))
+        # every /t/x{n}/{pair} gets a template, the thirty scripts keep their names
+        assert collapse_routes(store.con) == changed == 1_200
+    with open_store(tmp_path / "s.duckdb", read_only=True) as store:
+        assert _templates(store.con) == _templates(copied)
+        columns = "SELECT column_name FROM duckdb_columns() WHERE table_name = 'routes' ORDER BY column_index"
+        assert [c for (c,) in store.con.execute(columns).fetchall()] == ["route", "template"]
+        tables = {t for (t,) in store.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        assert classify.ROUTES_NEXT not in tables and "routes" in tables
+
+
 def test_a_place_wide_only_with_the_known_routes_waits_for_the_next_whole_fold(monkeypatch) -> None:
     monkeypatch.setattr(classify, "FOLD_WHOLE_UNDER", 0)
     con = open_store(None).con

@@ -41,7 +41,7 @@ import duckdb
 from logan import schema
 from logan.errors import LoganError
 from logan.read.convert import sql_str
-from logan.store import ensure_columns, meta, set_meta, stored_columns
+from logan.store import ensure_columns, meta, set_meta, stored_columns, transaction
 
 PROFILES = ("puppet", "generic")
 CLASSIFIED = ("environment", "indirector", "resource", "route", "requester", "requester_group")
@@ -323,11 +323,12 @@ def collapse_routes(
     levels = [3]
     while _collapse_level(con, levels[-1], min_values, known_params=not whole):
         levels.append(levels[-1] + 1)
-    changed = _save_templates(con, levels, whole)
+    changed = _save_templates(con, levels, whole, new)
     _save_params(con, levels, whole)
     set_meta(con, ROUTES_ALONE, str(0 if whole else alone + new))
-    con.execute("DROP VIEW logan_route_0")
-    for name in ["new", *levels, *(f"wide_{level}" for level in levels), "final"]:
+    for level in [0, *levels]:
+        con.execute(f"DROP VIEW logan_route_{level}")
+    for name in ["new", *(f"{kind}_{level}" for level in levels for kind in ("keyed", "wide")), "final"]:
         con.execute(f"DROP TABLE IF EXISTS logan_route_{name}")
     return changed
 
@@ -390,32 +391,50 @@ def _new_routes(con: duckdb.DuckDBPyConnection, since_ingest: int) -> None:
 # updated: an UPDATE of millions of strings is held in memory until the checkpoint (7 M
 # routes of a log of hashed paths ran out of 1 GB), a new table is written block by block.
 REWRITE_ROUTES_AT = 100_000
+# The new table, written where `routes` is sure to be written anew (more new routes than
+# REWRITE_ROUTES_AT), then put in its place.
+ROUTES_NEXT = "logan_routes_next"
 
 
-def _save_templates(con: duckdb.DuckDBPyConnection, levels: list[int], whole: bool) -> int:
+def _save_templates(con: duckdb.DuckDBPyConnection, levels: list[int], whole: bool, new: int) -> int:
     """Each route's template, the chain of levels composed once (the first level's rows
     are the routes themselves, the later levels' few), into `routes`; how many routes got
     a template other than the one they had (a new route had itself). The new routes
     folded alone are inserted, never written anew: the table's other routes are not in
-    the chain."""
+    the chain.
+
+    Where `routes` is sure to be written anew, the chain goes straight into a table of the
+    store that then takes its place, its two flags dropped (a change of the catalog, no
+    copy): not into a temporary one copied into `routes`. For the 21.5 M routes of 5 GB of
+    hashed paths, under the ingest's 256 MB, the temporary table, its count and its copy
+    took 11 s (docs/benchmarks.md)."""
     chain = " ".join(f"JOIN logan_route_{k} AS s{k} ON s{k}.cur = s{k - 1}.nxt" for k in levels[1:])
+    anew = whole and new > REWRITE_ROUTES_AT
+    table = ROUTES_NEXT if anew else "logan_route_final"
+    con.execute(f"DROP TABLE IF EXISTS {ROUTES_NEXT}")  # left by a fold that was stopped
     con.execute(
-        "CREATE OR REPLACE TEMP TABLE logan_route_final AS"
-        f" SELECT s3.cur AS route, s{levels[-1]}.nxt AS template, s3.before FROM logan_route_3 AS s3 {chain}"
+        f"CREATE OR REPLACE {'' if anew else 'TEMP '}TABLE {table} AS"
+        f" SELECT s3.cur AS route, s{levels[-1]}.nxt AS template, s3.before IS NULL AS fresh,"
+        f" s{levels[-1]}.nxt IS DISTINCT FROM coalesce(s3.before, s3.cur) AS changed"
+        f" FROM logan_route_3 AS s3 {chain}"
     )
-    changed, new = con.execute(
-        "SELECT count(*) FILTER (WHERE template IS DISTINCT FROM coalesce(before, route)),"
-        " count(*) FILTER (WHERE before IS NULL) FROM logan_route_final"
-    ).fetchone()
+    changed = con.execute(f"SELECT count(*) FILTER (WHERE changed) FROM {table}").fetchone()[0]
+    if anew:
+        with transaction(con):
+            con.execute("DROP TABLE routes")
+            con.execute(f"ALTER TABLE {ROUTES_NEXT} RENAME TO routes")
+            con.execute("ALTER TABLE routes DROP COLUMN fresh")
+            con.execute("ALTER TABLE routes DROP COLUMN changed")
+        return changed
     if whole and changed + new > REWRITE_ROUTES_AT:
-        con.execute("CREATE OR REPLACE TABLE routes AS SELECT route, template FROM logan_route_final")
+        con.execute(f"CREATE OR REPLACE TABLE routes AS SELECT route, template FROM {table}")
         return changed
     if changed and whole:  # folded alone, only new routes have a template: none to update
         con.execute(
-            "UPDATE routes AS k SET template = m.template FROM logan_route_final AS m"
-            " WHERE k.route = m.route AND m.template IS DISTINCT FROM m.before"
+            f"UPDATE routes AS k SET template = m.template FROM {table} AS m"
+            " WHERE k.route = m.route AND m.changed AND NOT m.fresh"
         )
-    con.execute("INSERT INTO routes SELECT route, template FROM logan_route_final WHERE before IS NULL")
+    con.execute(f"INSERT INTO routes SELECT route, template FROM {table} WHERE fresh")
     return changed
 
 
@@ -435,7 +454,13 @@ def _collapse_level(con: duckdb.DuckDBPyConnection, k: int, min_values: int, kno
     (with `known_params`, also where `route_params` says it was). k is 1-based over
     string_split(route, '/'): 1 is the vhost (or ''), 2 the first path segment, so
     collapsing starts at the second path segment. (A segment's position never changes: a
-    level makes one segment `{name}`.) Returns whether a route has a segment past k."""
+    level makes one segment `{name}`.) Returns whether a route has a segment past k.
+
+    logan_route_{k} is a view over the level's routes cut at segment k
+    (logan_route_keyed_{k}, kept until the fold ends), not a table: the next level reads
+    its few distinct `nxt`, and the templates' chain reads it once. As a table it was a
+    second copy of every route, 6.9 s of the fold of 5 GB of hashed paths (21.5 M routes)
+    under the ingest's 256 MB, spilled to disk and read back."""
     # the first level carries each route's template as it was, to count what changed
     before = (
         "SELECT cur, before FROM logan_route_0"
@@ -443,10 +468,10 @@ def _collapse_level(con: duckdb.DuckDBPyConnection, k: int, min_values: int, kno
         else f"SELECT DISTINCT nxt AS cur FROM logan_route_{k - 1}"
     )
     carried = "before, " if k == 3 else ""
-    # a table of its own: read by both of what follows
+    # a table of its own: read by both of what follows, and by the levels after this one
     con.execute(
         f"""
-        CREATE OR REPLACE TEMP TABLE logan_route_keyed AS
+        CREATE OR REPLACE TEMP TABLE logan_route_keyed_{k} AS
         SELECT cur, {carried}array_to_string(parts[1:{k - 1}], '/') AS prefix,
           array_to_string(parts[{k + 1}:], '/') AS suffix, len(parts) > {k} AS more, parts[{k}] AS value,
           -- a route too short to have segment k has none to fold (literal false, value NULL)
@@ -466,9 +491,9 @@ def _collapse_level(con: duckdb.DuckDBPyConnection, k: int, min_values: int, kno
         -- put `b` before an empty suffix. Those are counted once; a count(DISTINCT) of every
         -- group took 0.91 s for the 5.2 M routes of a log of hashed paths, this 0.22 s.
         SELECT prefix, suffix FROM (
-          SELECT prefix, suffix, value, literal FROM logan_route_keyed WHERE suffix <> ''
+          SELECT prefix, suffix, value, literal FROM logan_route_keyed_{k} WHERE suffix <> ''
           UNION ALL
-          SELECT DISTINCT prefix, suffix, value, literal FROM logan_route_keyed WHERE suffix = ''
+          SELECT DISTINCT prefix, suffix, value, literal FROM logan_route_keyed_{k} WHERE suffix = ''
         ) GROUP BY prefix, suffix
         HAVING (count(value) FILTER (WHERE literal) >= ? OR bool_or(value = '{{name}}'))
           AND NOT regexp_matches(prefix, {sql_literal(_API_PREFIX)}, 'i'){known}
@@ -477,17 +502,15 @@ def _collapse_level(con: duckdb.DuckDBPyConnection, k: int, min_values: int, kno
     )
     con.execute(
         f"""
-        CREATE OR REPLACE TEMP TABLE logan_route_{k} AS
+        CREATE OR REPLACE TEMP VIEW logan_route_{k} AS
         SELECT k.cur, {carried.replace("before", "k.before")}CASE WHEN k.literal AND w.prefix IS NOT NULL
           THEN k.prefix || '/{{name}}' || CASE WHEN k.more THEN '/' || k.suffix ELSE '' END
           ELSE k.cur END AS nxt
-        FROM logan_route_keyed AS k
+        FROM logan_route_keyed_{k} AS k
         LEFT JOIN logan_route_wide_{k} AS w ON k.prefix = w.prefix AND k.suffix = w.suffix
         """
     )
-    deeper = con.execute("SELECT bool_or(more) FROM logan_route_keyed").fetchone()[0]
-    con.execute("DROP TABLE logan_route_keyed")
-    return bool(deeper)
+    return bool(con.execute(f"SELECT bool_or(more) FROM logan_route_keyed_{k}").fetchone()[0])
 
 
 # --- Addresses ----------------------------------------------------------------------------
