@@ -233,6 +233,19 @@ def test_new_routes_folded_alone_get_what_a_whole_fold_gives(monkeypatch) -> Non
     assert alone.execute(folded_alone).fetchone() == ("82",)
 
 
+def test_a_first_fold_without_a_path_route_folds_nothing_and_leaves_nothing() -> None:
+    # `*` (OPTIONS *) and text that is no path are not folded: a store's first fold reads
+    # its new routes through a view, which must find none and be gone afterwards
+    con = open_store(None).con
+    odd = ["*", "{other}", "x"]
+    append_requests(con, pd.DataFrame({"path": odd, "route": odd}))
+    assert collapse_routes(con) == 0
+    assert con.execute("SELECT count(*) FROM routes").fetchone() == (0,)
+    assert sorted(r for (r,) in con.execute("SELECT route FROM requests").fetchall()) == sorted(odd)
+    left = "SELECT table_name FROM duckdb_tables() UNION ALL SELECT view_name FROM duckdb_views()"
+    assert not [n for (n,) in con.execute(left).fetchall() if n.startswith("logan_route")]
+
+
 def test_routes_written_anew_take_the_place_of_the_table_in_a_store_file(tmp_path: Path, monkeypatch) -> None:
     # Past REWRITE_ROUTES_AT new routes the fold writes a table of the store and puts it
     # in the place of `routes`: after a reopen, the same templates as the copy a fold
