@@ -29,6 +29,7 @@ import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from logan.read import classify, ingest  # noqa: E402
+from logan.store import DISABLED_OPTIMIZERS  # noqa: E402
 
 
 class _Timed:
@@ -60,9 +61,9 @@ def fold_once(store: Path, work: Path) -> tuple[float, float, dict[str, float], 
     con.execute("DELETE FROM logan_meta WHERE key IN (?, ?)", [classify.ROUTES_FOLDED, classify.ROUTES_ALONE])
     con.execute("CHECKPOINT")
     # what the ingest sets before its batches (logan.read.ingest.ingest)
-    con.execute("SET disabled_optimizers = 'filter_pushdown,build_side_probe_side'")
+    con.execute(f"SET disabled_optimizers = '{DISABLED_OPTIMIZERS}'")
     con.execute(f"SET memory_limit = '{ingest.INGEST_MEMORY_MB}MB'")
-    con.execute(f"SET block_allocator_memory = '{ingest.INGEST_MEMORY_MB}MB'")
+    ingest._keep_block_memory(con)
     timed = _Timed(con)
     cpu, started = os.times(), time.perf_counter()
     classify.collapse_routes(timed)  # type: ignore[arg-type]

@@ -347,6 +347,12 @@ def writing(path: str | Path | None, store: type[Store] = Store) -> Iterator[Sto
     st.close()
 
 
+# What an ingest turns off while it parses (logan.read.ingest): DuckDB would push its WHERE
+# clauses below the projections that compute the split pieces, and pick the hash joins'
+# sides itself.
+DISABLED_OPTIMIZERS = "filter_pushdown,build_side_probe_side"
+
+
 @contextmanager
 def filter_pushdown(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     """Filter pushdown back on, for a lookup of this ingest's rows by line number (zone
@@ -356,4 +362,4 @@ def filter_pushdown(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     try:
         yield
     finally:
-        con.execute("SET disabled_optimizers = 'filter_pushdown,build_side_probe_side'")
+        con.execute(f"SET disabled_optimizers = '{DISABLED_OPTIMIZERS}'")

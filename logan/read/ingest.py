@@ -50,7 +50,7 @@ from logan.read.sources import (
     read_batches,
     scan_rows,
 )
-from logan.store import Store, filter_pushdown, open_store, roll_back, stored_columns
+from logan.store import DISABLED_OPTIMIZERS, Store, filter_pushdown, open_store, roll_back, stored_columns
 
 # DuckDB's memory during an ingest into a file: enough for a block's batch in flight (the
 # same speed as without a limit on a 5 GB log), small enough that RSS stays flat (the
@@ -187,7 +187,7 @@ def ingest(
     started = time.perf_counter()
     # DuckDB pushes our WHERE clauses below the projections that compute the split pieces,
     # inlining `string_split(line, '"')` once per use: parsing ran 1.7x slower with it on.
-    st.con.execute("SET disabled_optimizers = 'filter_pushdown,build_side_probe_side'")
+    st.con.execute(f"SET disabled_optimizers = '{DISABLED_OPTIMIZERS}'")
     if st.path != ":memory:":
         # DuckDB keeps written blocks cached up to 80% of RAM by default: RSS then grows
         # with the input (1.5 GB for a 5 GB log). Written blocks can be read back instead.
