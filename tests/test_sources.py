@@ -545,12 +545,12 @@ def test_failure_in_second_batch_keeps_the_first(tmp_path, monkeypatch):
     assert list(req.user_agent) == ["a\tbc", "abcd"]  # lines 10 and 11 of the generator
 
 
-def test_duckdb_gets_a_row_group_a_chunk_and_two_chunks_of_one_but_a_small_table_whole():
+def test_duckdb_gets_half_row_groups_but_a_small_table_whole():
     group = sources.ROW_GROUP
-    # two row groups: a chunk each; one: two halves (two threads insert it)
-    assert [len(c) for c in _chunks(2 * group)] == [group, group]
+    # halves of row groups: each of two threads takes every other one
+    assert [len(c) for c in _chunks(3 * group)] == [group // 2] * 6
     assert [len(c) for c in _chunks(group)] == [group // 2, group // 2]
-    assert [len(c) for c in _chunks(group + 1)] == [group // 2 + 1, group // 2]
+    assert [len(c) for c in _chunks(group + 1)] == [group // 2, group // 2, 1]
     # under a row group: one chunk, read in one order (the same sums to the last digit)
     assert [len(c) for c in _chunks(40_000)] == [40_000]
     assert [len(c) for c in _chunks(0)] == []

@@ -281,12 +281,16 @@ ROW_GROUP = 122_880
 
 def scan_rows(n: int) -> int:
     """The chunk size of an Arrow table of `n` rows handed to DuckDB, which scans one chunk
-    per thread: a row group, and at least two chunks of a row group or more. A batch of
+    per thread: half a row group, so that its two threads end a batch together. A batch of
     Apache's 390-byte "extended" lines is one row group (122,880 lines); in one chunk its
     INSERT ran on one thread (1.1 cores busy of 2), in two the first 150 MB of that log
-    took 3.51 s instead of 3.84 s. Fewer rows stay one chunk: read in one order, a small
-    log's standard deviations come out the same to the last digit every run."""
-    return max(1, n) if n < ROW_GROUP else min(ROW_GROUP, -(-n // 2))
+    took 3.51 s instead of 3.84 s. A batch of three row groups (Apache's 220-byte combined
+    lines) in chunks of a row group left the third to one thread, the other idle for
+    0.15-0.2 s a batch; in halves the 1 GB log took 8.13 and 7.94 s instead of 8.70 and
+    8.52 (each thread ends on a half-filled row group: 44 a GB instead of 37). Fewer rows
+    stay one chunk: read in one order, a small log's standard deviations come out the same
+    to the last digit every run."""
+    return max(1, n) if n < ROW_GROUP else ROW_GROUP // 2
 
 
 _INLINE = 12  # a view holds a string this short itself: no buffer index, no offset
