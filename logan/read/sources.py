@@ -286,8 +286,9 @@ def scan_rows(n: int) -> int:
     INSERT ran on one thread (1.1 cores busy of 2), in two the first 150 MB of that log
     took 3.51 s instead of 3.84 s. A batch of three row groups (Apache's 220-byte combined
     lines) in chunks of a row group left the third to one thread, the other idle for
-    0.15-0.2 s a batch; in halves the 1 GB log took 8.13 and 7.94 s instead of 8.70 and
-    8.52 (each thread ends on a half-filled row group: 44 a GB instead of 37). Fewer rows
+    0.15-0.2 s a batch; in halves the 1 GB log took 8.02 s instead of 8.55 (medians of
+    four, alternating; each thread ends on a half-filled row group: 45 a GB instead of 37,
+    a 3% larger store). Fewer rows
     stay one chunk: read in one order, a small log's standard deviations come out the same
     to the last digit every run."""
     return max(1, n) if n < ROW_GROUP else ROW_GROUP // 2
