@@ -288,9 +288,8 @@ def scan_rows(n: int) -> int:
     lines) in chunks of a row group left the third to one thread, the other idle for
     0.15-0.2 s a batch; in halves the 1 GB log took 8.02 s instead of 8.55 (medians of
     four, alternating; each thread ends on a half-filled row group: 45 a GB instead of 37,
-    a 3% larger store). Fewer rows
-    stay one chunk: read in one order, a small log's standard deviations come out the same
-    to the last digit every run."""
+    a 3% larger store). Fewer rows stay one chunk: read in one order, a small log's
+    standard deviations come out the same to the last digit every run."""
     return max(1, n) if n < ROW_GROUP else ROW_GROUP // 2
 
 
