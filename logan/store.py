@@ -76,9 +76,10 @@ class Store:
             # above); a store as it should be is not written at all (it opens on a full disk)
             set_meta(self.con, "schema_version", str(schema.SCHEMA_VERSION))
 
-    def ensure_columns(self, columns: Iterable[str]) -> None:
-        """Store these canonical columns from now on (see schema.REQUESTS_TABLE)."""
-        ensure_columns(self.con, columns)
+    def ensure_columns(self, columns: Iterable[str], sets: dict[int, list[str]] | None = None) -> None:
+        """Store these canonical columns from now on (see schema.REQUESTS_TABLE), and the
+        lists of `extra` entries `sets` (schema.EXTRA_SET)."""
+        ensure_columns(self.con, columns, sets)
 
     def append(self, rows: pd.DataFrame) -> int:
         """Add rows given by canonical column names (tests, imports); returns the count.
@@ -182,8 +183,15 @@ def stored_columns(con: duckdb.DuckDBPyConnection) -> set[str]:
     return {r[0] for r in rows}
 
 
+def extra_sets(con: duckdb.DuckDBPyConnection) -> dict[int, list[str]]:
+    """The lists of `extra` entries the store's rows have, by id (schema.EXTRA_SET)."""
+    if schema.EXTRA_SET not in stored_columns(con):  # none (a store of 8 or older; Spark's)
+        return {}
+    return dict(con.execute("SELECT set_id, keys FROM extra_sets").fetchall())
+
+
 def _refresh_view(con: duckdb.DuckDBPyConnection) -> None:
-    sql = schema.requests_view_sql(stored_columns(con))
+    sql = schema.requests_view_sql(stored_columns(con), extra_sets(con))
     if set_meta(con, "requests_view", hashlib.sha256(sql.encode()).hexdigest()):
         con.execute(sql)
 
@@ -202,15 +210,26 @@ def set_meta(con: duckdb.DuckDBPyConnection, key: str, value: str) -> bool:
     return True
 
 
-def ensure_columns(con: duckdb.DuckDBPyConnection, columns: Iterable[str]) -> None:
-    """Add the columns the stored table lacks, canonical or schema.STORED_ONLY (cheap: no row
-    is rewritten)."""
+def ensure_columns(
+    con: duckdb.DuckDBPyConnection, columns: Iterable[str], sets: dict[int, list[str]] | None = None
+) -> None:
+    """Add the columns the stored table lacks, canonical, schema.STORED_ONLY or `extra`
+    entries, and the lists of entries `sets` the store lacks (cheap: no row is rewritten)."""
     have = stored_columns(con)
     wanted = set(columns) - set(schema.FROM_INGESTS)  # kept in `ingests`, not per row
     missing = [c for c in schema.STORED_TYPES if c in wanted and c not in have]
+    missing += sorted(c for c in wanted - have - set(schema.STORED_TYPES))  # extra_set and entries
     for c in missing:
-        con.execute(f"ALTER TABLE {schema.REQUESTS_TABLE} ADD COLUMN {c} {schema.STORED_TYPES[c]}")
-    if missing:
+        added = f"{schema.quoted(c)} {schema.stored_type(c)}"
+        con.execute(f"ALTER TABLE {schema.REQUESTS_TABLE} ADD COLUMN {added}")
+    known = extra_sets(con)
+    new = {i: keys for i, keys in (sets or {}).items() if i not in known}
+    clash = [keys for i, keys in (sets or {}).items() if i in known and known[i] != keys]
+    if clash:  # two lists with one sha256 prefix: never seen, but never a wrong map either
+        raise LoganError(f"the extra entries {clash[0]} share an id with others in this store")
+    for i, keys in new.items():
+        con.execute("INSERT INTO extra_sets VALUES (?, ?)", [i, keys])
+    if missing or new:
         _refresh_view(con)
 
 

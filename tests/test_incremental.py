@@ -636,7 +636,9 @@ def test_a_store_of_version_7_keeps_its_classification_columns_beside_rows_that_
     )
     assert r.returncode == 0, r.stderr
     st = logan.open(db, read_only=True)
-    assert st.sql("SELECT value FROM logan_meta WHERE key = 'schema_version'")["value"][0] == "8"
+    assert st.sql("SELECT value FROM logan_meta WHERE key = 'schema_version'")["value"][0] == str(
+        schema.SCHEMA_VERSION
+    )
     got = st.sql(shown)
     pd.testing.assert_frame_equal(got[got.source != "new"].reset_index(drop=True), old)
     assert old.environment.notna().sum() > 0 and old.resource.notna().all()  # version 7 filled them
@@ -644,6 +646,50 @@ def test_a_store_of_version_7_keeps_its_classification_columns_beside_rows_that_
     want = [["new", n + 1, None, f"/r/{n}", f"10.0.{n % 200}.{n % 7}", None] for n in range(10)]
     assert got[got.source == "new"].replace({np.nan: None}).values.tolist() == want
     st.close()
+
+
+V8 = Path(__file__).parent / "data" / "store_v8.duckdb.gz"
+V8_EXTRAS = '%h %l %u %t "%r" %>s %b %D %{X-Trace}i %{Cookie}i'
+
+
+def v8_extras_line(i: int) -> tuple[str, dict | None]:
+    """A line of the v8 store's `ex` log (tests/data/README.md) and the map it gives."""
+    trace = f"tr-{i}" if i % 5 else "-"
+    cookie = f"s={i}" if i % 3 else "-"
+    when = f"[05/Nov/2013:19:00:{i:02d} +0000]"
+    text = f'10.2.0.{i} - - {when} "GET /x/{i} HTTP/1.1" 200 {i} {1000 + i} {trace} {cookie}\n'
+    want = {"in.X-Trace": None if trace == "-" else trace, "in.Cookie": None if cookie == "-" else cookie}
+    want["logname"] = None  # %l, '-' on every line
+    return text, None if all(v is None for v in want.values()) else want
+
+
+def test_a_store_of_version_8_keeps_its_maps_whole_beside_rows_that_keep_entries(tmp_path):
+    """Version 8 stored the `extra` map whole; 9 an entry a column for a format whose rows
+    mostly have one (schema.EXTRA_SET). A store of 8 keeps its maps: its rows show as
+    before, and the rows of a new ingest show their maps made from the entries."""
+    db = tmp_path / "v8.duckdb"
+    with gzip.open(V8, "rb") as src, db.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    shown = "SELECT source, line_no, extra FROM requests ORDER BY 1, 2"
+    before = logan.open(db, read_only=True)
+    old = before.con.execute(shown).fetchall()
+    before.close()
+    assert [m for s, _, m in old if s == "ex"] == [v8_extras_line(i)[1] for i in range(50)]
+    log = tmp_path / "new.log"
+    log.write_text("".join(v8_extras_line(i)[0] for i in range(50, 60)))
+    r = logan_cli("ingest", str(log), "--db", str(db), "--format", V8_EXTRAS, "--label", "new")
+    assert r.returncode == 0, r.stderr
+    with logan.open(db, read_only=True) as st:
+        assert st.sql("SELECT value FROM logan_meta WHERE key = 'schema_version'")["value"][0] == str(
+            schema.SCHEMA_VERSION
+        )
+        got = st.con.execute(shown).fetchall()
+        assert [g for g in got if g[0] != "new"] == old
+        assert [m for s, _, m in got if s == "new"] == [v8_extras_line(i)[1] for i in range(50, 60)]
+        stored = set(
+            st.sql("SELECT column_name FROM duckdb_columns() WHERE table_name = 'requests_data'").column_name
+        )
+        assert {"extra", schema.EXTRA_SET, schema.extra_column("in.Cookie")} <= stored
 
 
 def test_a_store_of_a_newer_logan_is_refused_untouched(tmp_path):

@@ -18,7 +18,7 @@ import duckdb
 from logan import schema
 from logan.errors import LoganError
 from logan.resources import queries_dir
-from logan.store import stored_columns
+from logan.store import extra_sets, stored_columns
 
 if TYPE_CHECKING:  # imported where a DataFrame is made: 0.4 s the CLI need not spend
     import pandas as pd
@@ -204,15 +204,26 @@ def series_sql(name: str, cols: Sequence[str]) -> str:
     )
 
 
+# A lookup of one `extra` entry by name in a view's text (queries/cache_requests.sql).
+_EXTRA_LOOKUP = re.compile(r"\bextra\['([^']*)'\]")
+
+
 def _narrowed(con: duckdb.DuckDBPyConnection, sql: str, where: str) -> str:
     """`sql` over the rows of `requests` that `where` keeps. Its text stays as written: a
     CTE named requests shadows the view, and leaves out the view's join with `ingests` when
-    neither reads source, dialect or format."""
+    neither reads source, dialect or format; and its lookups of an `extra` entry by name
+    read the entry's own column (schema.extra_lookup_sql), not a map made for every row."""
     named = columns_named(sql, where)
     if named & set(schema.FROM_INGESTS):
         rows = "SELECT * FROM main.requests"
     else:
-        rows = schema.requests_select_sql(stored_columns(con), provenance=False, routes="route" in named)
+        stored = stored_columns(con)
+        sets = extra_sets(con) if schema.EXTRA_SET in stored else {}
+        keys = list(dict.fromkeys(_EXTRA_LOOKUP.findall(sql))) if sets else []
+        for i, key in enumerate(keys):
+            sql = sql.replace(f"extra['{key}']", f"{schema.EXTRA_LOOKUP}{i}")
+        routes = "route" in named
+        rows = schema.requests_select_sql(stored, provenance=False, routes=routes, sets=sets, lookups=keys)
     narrowed = f"SELECT * FROM ({rows}) AS r WHERE {where}" if where else rows
     return f"WITH requests AS ({narrowed})\nSELECT * FROM (\n{sql}\n) AS v"
 

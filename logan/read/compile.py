@@ -76,6 +76,11 @@ QUOTED_BY_ESCAPE["haproxy"] = r".*?"
 _TS = "ts"
 
 
+def extra_entry(i: int) -> str:
+    """The typed projection's name of the i-th `extra` entry's value (CompiledFormat.typed)."""
+    return f"__extra_{i}"
+
+
 def regex_escape(text: str) -> str:
     return "".join("\\" + c if c in _RE_META else c for c in text)
 
@@ -189,21 +194,34 @@ class CompiledFormat:
             cols["ts_start"] = start
         if end:
             cols["ts_end"] = end
-        flags = self._flags(tz, numbers)
-        if self.extras or flags:
+        pairs = self._extra_pairs(tz, numbers)
+        if pairs:
             # Every entry of the format, NULL where the line has none ("-"), and no map at all
             # when none holds a value (%l "-" in combined). A struct cast to a MAP is the one
             # way DuckDB builds a map without checking each row's keys for duplicates:
             # map_from_entries over the entries that hold a value cost 3-4x more, 11 us a
             # row for the 17 extras of Apache's "extended" format (docs/benchmarks.md).
-            pairs = [(f.spec.name, self._extra_value(f, tz)) for f in self.extras]
-            pairs += [(name, f"CASE WHEN {flag} THEN 'true' END") for name, flag in flags]
             entries = ", ".join(f"{sql_str(k)}: {v}" for k, v in pairs)
             # Most lines have no entry (HAProxy: "-" cookies, no captures): testing the values
             # first builds no map for them, 50 ms less per 64 MB block of HAProxy lines.
             some = " OR ".join(f"({v}) IS NOT NULL" for _, v in pairs)
             cols["extra"] = f"CASE WHEN {some} THEN CAST({{{entries}}} AS MAP(VARCHAR, VARCHAR)) END"
+            # The same map as a store keeps it, an entry a column (schema.EXTRA_SET): which
+            # of the two a batch writes is rows.stored_columns' choice.
+            set_id = schema.extra_set_id([k for k, _ in pairs])
+            cols[schema.EXTRA_SET] = f"CASE WHEN {some} THEN {set_id} END"
+            cols |= {extra_entry(i): v for i, (_, v) in enumerate(pairs)}
         return cols, checks
+
+    def extra_keys(self) -> list[str]:
+        """The entries of this format's `extra` map, in order."""
+        return [k for k, _ in self._extra_pairs("UTC")]
+
+    def _extra_pairs(self, tz: str, numbers: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
+        """(entry, SQL of its value) for each entry of the `extra` map."""
+        pairs = [(f.spec.name, self._extra_value(f, tz)) for f in self.extras]
+        flags = self._flags(tz, numbers)
+        return pairs + [(name, f"CASE WHEN {flag} THEN 'true' END") for name, flag in flags]
 
     def _extra_value(self, f: Field, tz: str) -> str:
         if f.spec.convert in EXTRA_CONVERTERS:
@@ -362,10 +380,12 @@ def _assign_columns(cf: CompiledFormat) -> None:
         cf.columns[col] = winner
         cf.extras += [f for f in fs if f is not winner]
     cf.extras.sort(key=lambda f: f.idx)
-    # Two directives may share an extra name (%s and %<s): the map needs unique keys.
+    # Two directives may share an extra name (%s and %<s), or one told apart by case only
+    # (%{Cookie}i and %{cookie}i): the map needs unique keys, and DuckDB's struct that
+    # makes it unique names whatever their case.
     seen: dict[str, int] = {}
     for f in cf.extras:
-        n = seen[f.spec.name] = seen.get(f.spec.name, 0) + 1
+        n = seen[f.spec.name.lower()] = seen.get(f.spec.name.lower(), 0) + 1
         if n > 1:
             f.spec = replace(f.spec, name=f"{f.spec.name}#{n}")
 

@@ -13,12 +13,7 @@ from functools import cache
 import duckdb
 
 from logan.errors import FormatError
-
-
-def sql_str(value: str) -> str:
-    """A SQL string literal for a value that comes from the user's options or our own tables
-    (a time zone, a strftime pattern), never from a log line."""
-    return "'" + value.replace("'", "''") + "'"
+from logan.schema import sql_str
 
 
 @dataclass(frozen=True)

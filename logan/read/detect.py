@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from logan import schema
 from logan.errors import FormatError
-from logan.read import events
+from logan.read import events, rows
 from logan.read.compile import CompiledFormat, Field, _regex, compile_format
 from logan.read.convert import sql_str
 from logan.read.dialects import dialects, get_dialect
@@ -166,5 +167,28 @@ def sample_paths(st: Store, table: pa.Table, cf: CompiledFormat) -> list[str]:
             f"FROM {sample}) WHERE {expr} <> ''"
         ).fetchall()
         return [r[0] for r in rows]
+    finally:
+        st.con.unregister("__sample_src")
+
+
+# The share of a sample's rows with an `extra` entry above which the map is stored an entry
+# a column (rows.stored_columns' `entries`). DuckDB writes a NULL column as dearly as a
+# full one, and a NULL map cheaply: HAProxy's httplog, whose six entries (captures, cookies)
+# most logs leave empty, ingested 3% slower an entry a column; Apache's "extended" format,
+# whose 17 are on every line, 28% faster, and HAProxy lines with captures 15%.
+EXTRAS_FILLED = 0.25
+
+
+def extras_filled(st: Store, table: pa.Table, cf: CompiledFormat) -> bool:
+    """Whether at least EXTRAS_FILLED of the sample's rows have an `extra` entry."""
+    if not cf.extra_keys():
+        return False
+    _sample(st, table)
+    try:
+        lines = "(SELECT 0 AS line_no, line FROM __sample_src WHERE line <> '')"
+        typed = rows.typed_sql(cf, cf.exact_raw_sql(lines), "UTC", False, entries=True)
+        got = st.con.execute(f"SELECT count(*), count({schema.EXTRA_SET}) FROM ({typed}) WHERE __ok")
+        n, filled = got.fetchall()[0]
+        return n > 0 and filled >= EXTRAS_FILLED * n
     finally:
         st.con.unregister("__sample_src")

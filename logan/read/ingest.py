@@ -314,7 +314,9 @@ def _ingest_source(
                     cf, plan, tz, classification, keep, src.label, ingest_id, kept, classes=classes
                 )
                 unfilled = classification.unfilled if classification is not None else ()
-                st.ensure_columns(rows.stored_columns(cf, classified, keep, reading.rebuild, unfilled))
+                reading.entries = detect.extras_filled(st, batch.table, cf)
+                names = rows.stored_columns(cf, classified, keep, reading.rebuild, unfilled, reading.entries)
+                st.ensure_columns(names, rows.extra_set_of(cf) if schema.EXTRA_SET in names else None)
                 summary.tz_assumed |= _has_local_time(cf)
                 reading.row = _IngestRow(
                     [ingest_id, src.label, cf.dialect.name, cf.label, batch.first_line, started_at], t0
@@ -430,6 +432,9 @@ class _Reading:
     # request lines that are their parts joined left for the view to rebuild (rows.stored_columns);
     # not by an engine that reads the stored columns back (read_not_rows)
     rebuild: bool = True
+    # the `extra` map written an entry a column (rows.stored_columns), for a format whose
+    # rows mostly have one
+    entries: bool = False
 
     @functools.cached_property
     def fast(self) -> str | None:
@@ -461,6 +466,7 @@ class _Reading:
             numbers,
             self.numbered,
             rebuild=self.rebuild,
+            entries=self.entries,
         )
 
     @functools.cached_property
@@ -486,7 +492,7 @@ class _Reading:
         numbered = dataclasses.replace(self.numbered, templates=templates)
         return rows.insert_sql(
             self.cf, self.fast, self.tz, self.classification, self.keep, p.checked, p.numbers,
-            numbered, rebuild=self.rebuild, inline=inline, direct=direct,
+            numbered, rebuild=self.rebuild, inline=inline, direct=direct, entries=self.entries,
         )  # fmt: skip
 
     @functools.cached_property
@@ -851,10 +857,10 @@ def _exact_path(
     reads = con.execute(f"SELECT 1 FROM {left} WHERE {cf.match_sql()} LIMIT 1").fetchall()
     n_rows = 0
     if reads:
-        typed = rows.typed_sql(cf, cf.exact_raw_sql(left), tz, with_reason=True)
+        typed = rows.typed_sql(cf, cf.exact_raw_sql(left), tz, with_reason=True, entries=r.entries)
         con.execute(f"CREATE OR REPLACE TEMP TABLE __left AS {typed}")
         inserted = con.execute(
-            rows.insert_from_typed_sql(cf, "__left", r.classification, r.keep, r.rebuild), params
+            rows.insert_from_typed_sql(cf, "__left", r.classification, r.keep, r.rebuild, r.entries), params
         )
         n_rows = inserted.fetchall()[0][0]
         not_rows = "SELECT line_no, line, __reason FROM __left WHERE NOT __ok"
@@ -914,10 +920,10 @@ def _cut_short(con: duckdb.DuckDBPyConnection, r: _Reading) -> int:
     cut_lines = f"(SELECT line_no, line FROM __not_rows WHERE {unclosed} AND {cut.match_sql()})"
     if not con.execute(f"SELECT 1 FROM {cut_lines} LIMIT 1").fetchall():
         return 0
-    typed = rows.typed_sql(cut, cut.exact_raw_sql(cut_lines), r.tz, with_reason=True)
+    typed = rows.typed_sql(cut, cut.exact_raw_sql(cut_lines), r.tz, with_reason=True, entries=r.entries)
     con.execute(f"CREATE OR REPLACE TEMP TABLE __cut AS {typed}")
     n = con.execute(
-        rows.insert_from_typed_sql(cut, "__cut", r.classification, r.keep, r.rebuild), r.params
+        rows.insert_from_typed_sql(cut, "__cut", r.classification, r.keep, r.rebuild, r.entries), r.params
     ).fetchall()[0][0]
     con.execute("DELETE FROM __not_rows WHERE line_no IN (SELECT line_no FROM __cut WHERE __ok)")
     return n

@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from logan import schema
-from logan.read.compile import CompiledFormat
+from logan.read.compile import CompiledFormat, extra_entry
 from logan.read.native import KEY_ID, ROW_INDIRECTOR, ROW_QUERY, ROW_REBUILT, ROW_TEMPLATE
 
 # What classification may read of a row (logan.read.classify: paths, rules, requesters).
@@ -31,16 +31,22 @@ def typed_sql(
     checked: frozenset[str] = frozenset(),
     numbers: frozenset[str] = frozenset(),
     carry: tuple[str, ...] = (),
+    entries: bool = False,
 ) -> str:
     """SELECT line_no, line, <typed canonical columns>, __ok [, __reason] FROM (raw).
     `checked`: fields the C split checked itself (logan/read/native.py), left out of __ok;
-    `numbers`: fields of those it handed over as numbers; `carry`: raw columns passed on."""
+    `numbers`: fields of those it handed over as numbers; `carry`: raw columns passed on;
+    `entries`: the `extra` map as its entries (schema.EXTRA_SET), not as a map."""
     assert numbers <= checked
     cols, checks = cf.typed(tz, numbers)
+    if "extra" in cols:
+        split = [schema.EXTRA_SET, *(extra_entry(i) for i in range(len(cf.extra_keys())))]
+        for c in ["extra"] if entries else split:
+            del cols[c]
     checks = [(ok, r) for ok, r in checks if not _aliases(ok) <= checked]
     # a check that is NULL (a cast that overflowed) fails: the line is a reject, not lost
     ok = " AND ".join(f"coalesce({c}, false)" for c, _ in checks) or "true"
-    parts = [f"{sql} AS {col}" for col, sql in cols.items()]
+    parts = [f"{sql} AS {schema.quoted(col)}" for col, sql in cols.items()]
     reason = ""
     if with_reason:
         whens = " ".join(f"WHEN NOT coalesce({c}, false) THEN '{r}'" for c, r in checks)
@@ -85,6 +91,9 @@ def _derived_columns(cf: CompiledFormat) -> dict[str, str]:
     for col in schema.REQUEST_COLUMNS:
         if col in have:
             out.setdefault(col, col)
+    if schema.EXTRA_SET in have:  # the `extra` map as the store keeps it (schema.EXTRA_SET)
+        out[schema.EXTRA_SET] = schema.EXTRA_SET
+        out |= {schema.extra_column(k): extra_entry(i) for i, k in enumerate(cf.extra_keys())}
     if "request" in have:
         ok3 = "(len(__rq) = 3 AND starts_with(__rq[3], 'HTTP/'))"
         uri = _path_query("__target")  # __target and __host: computed once, below
@@ -119,12 +128,15 @@ def stored_columns(
     keep: Keep = None,
     rebuild: bool = False,
     unfilled: Collection[str] = (),
+    entries: bool = False,
 ) -> list[str]:
     """The columns a batch of this format writes to the stored table: those it fills, or
     only those of them in `keep` (a one-shot report's store). `rebuild`: a request line
     that is its parts joined is left for the view to rebuild, when they are all stored
     (schema.REQUEST_PARTS): `request_rebuilt` is written too; and so is the flag of a
-    resource or requester that copies its path or client (schema.COPIES).
+    resource or requester that copies its path or client (schema.COPIES). `entries`: the
+    `extra` map is written an entry a column (schema.EXTRA_SET): for a format whose rows
+    mostly have one (a map NULL on most rows costs less than a column per entry).
 
     `unfilled`: classification columns no row gets a value of its own in
     (Classification.unfilled). They are not written: DuckDB spends as much on a column that
@@ -145,7 +157,21 @@ def stored_columns(
     whole = {c for c, (of, _) in schema.COPIES.items() if of in out and c not in copies}
     written = [c for c in canonical if c not in unfilled or c in whole]
     flags = [schema.COPIES[c][1] for c in copies]
+    if entries and "extra" in written:
+        written.remove("extra")
+        written += _entries(out)
     return ["ingest_id", *written, *(["request_rebuilt"] if parts else []), *flags]
+
+
+def _entries(derived: dict[str, str]) -> list[str]:
+    """The stored columns of the `extra` map (schema.EXTRA_SET) among derived columns."""
+    return [c for c in derived if c == schema.EXTRA_SET or c.startswith(schema.EXTRA_PREFIX)]
+
+
+def extra_set_of(cf: CompiledFormat) -> dict[int, list[str]]:
+    """The `extra_sets` row of this format's entries, by id (none when it has none)."""
+    keys = cf.extra_keys()
+    return {schema.extra_set_id(keys): keys} if keys else {}
 
 
 def fields_read(cf: CompiledFormat, classified: bool, keep: Keep) -> tuple[set[str], set[str]]:
@@ -172,9 +198,10 @@ def _aliases(*sql: str) -> set[str]:
     return set(re.findall(r"\bf\d+\b", " ".join(sql)))
 
 
-def derived_sql(cf: CompiledFormat, typed: str, carry: tuple[str, ...] = ()) -> str:
+def derived_sql(cf: CompiledFormat, typed: str, carry: tuple[str, ...] = (), entries: bool = False) -> str:
     """Every column of `requests` except classification, from the typed projection (the
-    classifier reads any of them; the insert keeps only the stored ones), and `carry`."""
+    classifier reads any of them; the insert keeps only the stored ones), and `carry`;
+    with `entries`, the `extra` map's entry columns in its place (schema.EXTRA_SET)."""
     out = _derived_columns(cf)
     have = set(cf.typed("UTC")[0])
     if ROW_QUERY in carry:  # each row's query as the C split's reader cut it (row_query)
@@ -186,8 +213,10 @@ def derived_sql(cf: CompiledFormat, typed: str, carry: tuple[str, ...] = ()) -> 
     cols += [
         f"{out.get(c, f'CAST(NULL AS {schema.REQUEST_TYPES[c]})')} AS {c}"
         for c in schema.REQUEST_COLUMNS
-        if c not in CLASS_COLUMNS and c in wanted
+        if c not in CLASS_COLUMNS and c in wanted and not (entries and c == "extra")
     ]
+    if entries:
+        cols += [f"{out[c]} AS {schema.quoted(c)}" for c in _entries(out)]
     split = ", string_split(request, ' ') AS __rq" if "request" in have else ""
     rel = f"SELECT *{split} FROM ({typed}) WHERE __ok"
     if "request" in have:
@@ -254,22 +283,24 @@ def insert_sql(
     direct: bool = False,
     rebuild: bool = False,
     inline: bool = False,
+    entries: bool = False,
 ) -> str:
     """The INSERT of the rows a split reads (`raw_sql`); `numbered`: the keys, when
     `raw_sql` carries their numbers; `direct`: classified by the classification's `direct`
     (with `numbered` keys), no prepare_sql before it; `inline`: by its `inline`, each row
-    where it is (no prepare_sql either); `rebuild`: see stored_columns."""
+    where it is (no prepare_sql either); `rebuild`, `entries`: see stored_columns."""
     row_query = numbered is not None and numbered.query  # and whether the row is its parts joined
     carry = (KEY_ID, ROW_QUERY, ROW_REBUILT) if row_query else (KEY_ID,) if numbered is not None else ()
     made = (ROW_TEMPLATE, ROW_INDIRECTOR) if inline and numbered is not None and numbered.templates else None
     carry += made or ()
-    derived = derived_sql(cf, typed_sql(cf, raw_sql, tz, False, checked, numbers, carry), carry)
+    typed = typed_sql(cf, raw_sql, tz, False, checked, numbers, carry, entries)
+    derived = derived_sql(cf, typed, carry, entries)
     keyed = _keyed(cf, raw_sql, tz, classify, numbered)
     if keyed is not None and _cached(classify) and numbered is None:
         keyed = (f"SELECT * FROM {KEYS_TABLE}", *keyed[1:])  # made by prepare_sql
     assert not direct or (numbered is not None and keyed is not None)
     by_row = row_query and cut_from_request(cf, schema.REQUEST_PARTS)
-    return _insert(cf, derived, classify, keep, keyed, direct, rebuild, inline, by_row, made)
+    return _insert(cf, derived, classify, keep, keyed, direct, rebuild, inline, by_row, made, entries)
 
 
 # A batch's keys (its distinct request lines and what follows from them), when the
@@ -413,12 +444,13 @@ def _insert(
     inline: bool = False,
     by_row: bool = False,
     templates: tuple[str, str] | None = None,
+    entries: bool = False,
 ) -> str:
     """`by_row`: the rows carry ROW_REBUILT (the reader's answer to REBUILT_TEST);
     `templates`: the columns of each row's route template and indirector, for `inline`."""
     unfilled = classify.unfilled if classify is not None else frozenset()
-    names = stored_columns(cf, classify is not None, keep, rebuild, unfilled)
-    cols = ", ".join(names)
+    names = stored_columns(cf, classify is not None, keep, rebuild, unfilled, entries)
+    cols = ", ".join(map(schema.quoted, names))
     values = cols
     if classify is None:
         source = derived
@@ -436,7 +468,7 @@ def _insert(
         made = {}
         for flag, (column, _) in flags.items():
             made |= {column: f"CASE WHEN __{flag} THEN NULL ELSE {column} END", flag: f"__{flag}"}
-        values = ", ".join(made.get(c, c) for c in names)
+        values = ", ".join(made.get(c, schema.quoted(c)) for c in names)
         by_key = set() if inline or keyed is None else set(keyed[2])  # the key's row's answers
         if by_row and "request_rebuilt" in flags:
             flags["request_rebuilt"] = ("request", ROW_REBUILT)
@@ -459,7 +491,14 @@ def _left_to_the_view(names: list[str], unfilled: Collection[str] = ()) -> dict[
 
 
 def insert_from_typed_sql(
-    cf: CompiledFormat, typed_rel: str, classify: Classifier, keep: Keep = None, rebuild: bool = False
+    cf: CompiledFormat,
+    typed_rel: str,
+    classify: Classifier,
+    keep: Keep = None,
+    rebuild: bool = False,
+    entries: bool = False,
 ) -> str:
-    """INSERT the accepted rows of an already typed (materialized) relation."""
-    return _insert(cf, derived_sql(cf, f"SELECT * FROM {typed_rel}"), classify, keep, rebuild=rebuild)
+    """INSERT the accepted rows of an already typed (materialized) relation (typed_sql
+    with the same `entries`)."""
+    derived = derived_sql(cf, f"SELECT * FROM {typed_rel}", entries=entries)
+    return _insert(cf, derived, classify, keep, rebuild=rebuild, entries=entries)
