@@ -133,6 +133,14 @@ def rebuilt_request_sql(t: str = "") -> str:
     return f"{m} || ' ' || {p} || CASE WHEN {q} IS NOT NULL THEN '?' || {q} ELSE '' END || ' ' || {v}"
 
 
+def request_sql(stored: set[str], t: str = "") -> str:
+    """A row's request line as logged, its parts joined again where the store left it to
+    the view (`stored`: the stored table's columns)."""
+    if "request_rebuilt" not in stored:
+        return f"{t}request"
+    return f"CASE WHEN {t}request_rebuilt THEN {rebuilt_request_sql(t)} ELSE {t}request END"
+
+
 # Constant for a whole ingest of one source: kept once in `ingests`, never per row (writing
 # them per row was 18% of the table-writing time); the view joins them in by ingest_id.
 FROM_INGESTS = ["source", "dialect", "format"]
@@ -332,9 +340,7 @@ def requests_select_sql(
         if name == "route" and templates:
             return "coalesce(t.template, r.route) AS route"
         if name == "request" and "request_rebuilt" in stored:
-            return (
-                f"CASE WHEN r.request_rebuilt THEN {rebuilt_request_sql('r.')} ELSE r.request END AS request"
-            )
+            return f"{request_sql(stored, 'r.')} AS request"
         if name == "extra" and EXTRA_SET in stored:
             return f"{extra_map_sql(sets or {}, stored)} AS extra"
         if name in COPIES and COPIES[name][1] in stored:

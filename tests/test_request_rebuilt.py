@@ -10,7 +10,7 @@ import pytest
 
 import logan
 from logan.read import ingest, native
-from logan.read.classify import classification_exprs, reclassify
+from logan.read.classify import Rule, Rules, classification_exprs, reclassify
 from logan.store import stored_columns
 
 REQUESTS = [
@@ -151,4 +151,25 @@ def test_a_store_takes_a_classification_column_when_a_later_ingest_fills_it(tmp_
         want = st.con.execute(f"SELECT {by_row} {rows}", [source]).fetchall()
         assert len(got) > 100 and got == want, source
         assert any(r[2] is not None for r in got)  # resources: the paths, Puppet's keys
+    st.close()
+
+
+def test_reclassifying_reads_the_request_line_the_view_shows(tmp_path):
+    """A rule on the request line matches a line stored as its parts (request NULL,
+    request_rebuilt true) when the store is classified again, as it did at ingest."""
+    log = tmp_path / "a.log"
+    lines = [
+        f'10.0.0.{i} - - [10/Oct/2026:13:55:{i:02d} +0000] "GET /a/{i} HTTP/1.1" 200 5\n' for i in range(6)
+    ]
+    log.write_text("".join(lines))
+    rules = Rules((Rule("^GET /a/[024]", "request", None, {"indirector": "even"}),))
+    db = str(tmp_path / "s.duckdb")
+    ingest.ingest([str(log)], store=db, format="common", profile="generic", rules=rules).store.close()
+    st = logan.open(db)
+    assert st.con.execute("SELECT count(*) FROM requests_data WHERE request_rebuilt").fetchall() == [(6,)]
+    view = "SELECT line_no, indirector FROM requests ORDER BY line_no"
+    want = [(i + 1, "even" if i % 2 == 0 and i < 5 else "a") for i in range(6)]
+    assert st.con.execute(view).fetchall() == want
+    reclassify(st.con, "generic", rules)
+    assert st.con.execute(view).fetchall() == want
     st.close()

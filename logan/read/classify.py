@@ -1038,7 +1038,9 @@ def reclassify(
                              *RULE_FIELDS}))  # fmt: skip
     ensure_columns(con, CLASSIFIED)
     stored = stored_columns(con)
-    read = ", ".join(c if c in stored else f"NULL AS {c}" for c in read.split(", "))
+    # the request line as the view shows it: a rule on it matches as it did at ingest
+    made = {"request": f"{schema.request_sql(stored)} AS request"} if "request" in stored else {}
+    read = ", ".join(made.get(c, c if c in stored else f"NULL AS {c}") for c in read.split(", "))
     rel = f"SELECT rowid AS __rowid, {read} FROM {schema.REQUESTS_TABLE}"
     con.execute(
         "CREATE OR REPLACE TEMP TABLE logan_classified AS SELECT __rowid, "
