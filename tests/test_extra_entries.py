@@ -139,3 +139,13 @@ def test_entry_columns_never_share_a_name():
     assert len(set(names)) == len(keys)
     assert schema.extra_column("note.ratio") == "extra:note.ratio"  # readable when it can be
     assert schema.quoted('extra:q"uote') == '"extra:q""uote"'
+
+
+def test_entry_names_with_quotes_are_names_not_sql(ingest_text):
+    # a header's name is the user's format, not the log's, but a quote in it is still text
+    _, req, rej = ingest_text("h a b c\nh x - -\n", "%h %{it's}i %{X\"Y}i %{Ünï}i")
+    assert rej.empty
+    assert [dict(m) for m in req["extra"]] == [
+        {"in.it's": "a", 'in.X"Y': "b", "in.Ünï": "c"},
+        {"in.it's": "x", 'in.X"Y': None, "in.Ünï": None},
+    ]
