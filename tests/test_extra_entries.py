@@ -20,19 +20,21 @@ FORMAT_B = '%h %t "%r" %>s %b %{X-Trace}i %{cookie}i %{ratio}n'
 T = "[10/Oct/2026:13:55:36 +0000]"
 
 
+def logged(prefix: str, values: dict[str, str]) -> tuple[str, dict | None]:
+    """A line of `prefix` and the entries' words, and the map it should give: NULL where
+    a word is '-', no map where every one is."""
+    want = {k: None if v == "-" else v for k, v in values.items()}
+    return f"{prefix} {' '.join(values.values())}", None if all(v is None for v in want.values()) else want
+
+
 def lines_a() -> list[tuple[str, dict | None]]:
-    """(line, the map it should give), written so that the map follows from the words."""
     out = []
     for i in range(40):
-        big = f"s={i}" if i % 3 else "-"
-        small = f"t{i}" if i % 4 else "-"
+        big = f"s={i}" if i % 3 and i % 10 else "-"
+        small = f"t{i}" if i % 4 and i % 10 else "-"
         trace = f"tr-{i}" if i % 5 else "-"
-        if i % 10 == 0:
-            big = small = trace = "-"
-        line = f'10.0.0.{i} {T} "GET /a/{i} HTTP/1.1" 200 {i} {big} {small} {trace}'
-        values = {"in.Cookie": big, "note.Note": small, "in.X-Trace": trace}
-        want = {k: None if v == "-" else v for k, v in values.items()}
-        out.append((line, None if all(v is None for v in want.values()) else want))
+        prefix = f'10.0.0.{i} {T} "GET /a/{i} HTTP/1.1" 200 {i}'
+        out.append(logged(prefix, {"in.Cookie": big, "note.Note": small, "in.X-Trace": trace}))
     return out
 
 
@@ -42,10 +44,8 @@ def lines_b() -> list[tuple[str, dict | None]]:
         trace = f"b-{i}" if i % 2 else "-"
         cookie = f"c{i}" if i % 3 else "-"
         ratio = f"{i}" if i % 6 else "-"
-        line = f'10.1.0.{i} {T} "GET /b/{i} HTTP/1.1" 200 {i} {trace} {cookie} {ratio}'
-        values = {"in.X-Trace": trace, "in.cookie": cookie, "note.ratio": ratio}
-        want = {k: None if v == "-" else v for k, v in values.items()}
-        out.append((line, None if all(v is None for v in want.values()) else want))
+        prefix = f'10.1.0.{i} {T} "GET /b/{i} HTTP/1.1" 200 {i}'
+        out.append(logged(prefix, {"in.X-Trace": trace, "in.cookie": cookie, "note.ratio": ratio}))
     return out
 
 
