@@ -183,15 +183,17 @@ def stored_columns(con: duckdb.DuckDBPyConnection) -> set[str]:
     return {r[0] for r in rows}
 
 
-def extra_sets(con: duckdb.DuckDBPyConnection) -> dict[int, list[str]]:
-    """The lists of `extra` entries the store's rows have, by id (schema.EXTRA_SET)."""
-    if schema.EXTRA_SET not in stored_columns(con):  # none (a store of 8 or older; Spark's)
-        return {}
+def extra_sets(con: duckdb.DuckDBPyConnection, stored: set[str] | None = None) -> dict[int, list[str]]:
+    """The lists of `extra` entries the store's rows have, by id (schema.EXTRA_SET);
+    `stored`: its stored columns, when the caller has them."""
+    if schema.EXTRA_SET not in (stored_columns(con) if stored is None else stored):
+        return {}  # none (a store of 8 or older; Spark's)
     return dict(con.execute("SELECT set_id, keys FROM extra_sets").fetchall())
 
 
 def _refresh_view(con: duckdb.DuckDBPyConnection) -> None:
-    sql = schema.requests_view_sql(stored_columns(con), extra_sets(con))
+    stored = stored_columns(con)
+    sql = schema.requests_view_sql(stored, extra_sets(con, stored))
     if set_meta(con, "requests_view", hashlib.sha256(sql.encode()).hexdigest()):
         con.execute(sql)
 

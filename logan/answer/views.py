@@ -218,7 +218,7 @@ def _narrowed(con: duckdb.DuckDBPyConnection, sql: str, where: str) -> str:
         rows = "SELECT * FROM main.requests"
     else:
         stored = stored_columns(con)
-        sets = extra_sets(con) if schema.EXTRA_SET in stored else {}
+        sets = extra_sets(con, stored)
         keys = list(dict.fromkeys(_EXTRA_LOOKUP.findall(sql))) if sets else []
         for i, key in enumerate(keys):
             sql = sql.replace(f"extra['{key}']", f"{schema.EXTRA_LOOKUP}{i}")

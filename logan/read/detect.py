@@ -183,9 +183,9 @@ def extras_filled(st: Store, table: pa.Table, cf: CompiledFormat) -> bool:
     """Whether at least EXTRAS_FILLED of the sample's rows have an `extra` entry."""
     if not cf.extra_keys():
         return False
-    _sample(st, table)
+    sample = _sample(st, table)
     try:
-        lines = "(SELECT 0 AS line_no, line FROM __sample_src WHERE line <> '')"
+        lines = f"(SELECT 0 AS line_no, line FROM {sample})"
         typed = rows.typed_sql(cf, cf.exact_raw_sql(lines), "UTC", False, entries=True)
         got = st.con.execute(f"SELECT count(*), count({schema.EXTRA_SET}) FROM ({typed}) WHERE __ok")
         n, filled = got.fetchall()[0]
