@@ -46,6 +46,14 @@ def test_one_question_one_portable_select(path: Path) -> None:
     assert re.match(r"\s*(WITH|SELECT)\b", code, re.IGNORECASE)
 
 
+@pytest.mark.parametrize("path", sorted((queries_dir() / "parts").glob("*.sql")), ids=lambda p: p.name)
+def test_parts_of_views_are_portable_ctes(path: Path) -> None:
+    code = "\n".join(line.split("--")[0] for line in path.read_text().splitlines())
+    for pattern in NOT_PORTABLE:
+        assert not re.search(pattern, code, re.IGNORECASE), pattern
+    assert re.match(r"\s*\w+ AS \(", code)  # CTEs to splice into a view's WITH
+
+
 def test_every_view_runs_and_is_created() -> None:
     con = con_with([5, 7], method=["GET", "GET"], indirector=["a", "b"], status=[200, 500])
     names = st.create_views(con)

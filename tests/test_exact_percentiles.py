@@ -1,0 +1,119 @@
+"""Exact percentiles from counts of each time (queries/parts/timer_percentiles.sql): the same
+answers as numpy, in memory that does not grow with the requests when their times repeat."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+
+from logan.answer import stats as st
+from logan.answer.views import query_sql
+from logan.resources import queries_dir
+from logan.store import append_requests, open_store
+
+TIMERS = {"": "duration_us", "upstream_": "upstream_us", "ttfb_": "ttfb_us", "queue_": "queue_us"}
+
+
+def _requests(n: int, seed: int) -> pd.DataFrame:
+    """Groups of every size from one request up, an environment that is NULL, times with
+    many ties and some with none, and timers missing on some requests."""
+    rng = np.random.default_rng(seed)
+    env = rng.choice(np.array(["production", "staging", None], dtype=object), n, p=[0.6, 0.3, 0.1])
+    env[:3] = ["solo", "pair", "pair"]  # groups of one and two requests
+    frame = pd.DataFrame({
+        "method": "GET",
+        "indirector": rng.choice(["catalog", "node", "report"], n),
+        "environment": env,
+        "status": rng.choice([200, 500], n, p=[0.97, 0.03]),
+        "duration_us": rng.integers(1, 400, n) * 1000,  # milliseconds: ties everywhere
+        "upstream_us": rng.integers(1, 10**9, n),  # microseconds: every time its own
+        "ttfb_us": rng.integers(0, 5, n) * 1000,
+        "queue_us": rng.integers(0, 3, n) * 1000,
+    })  # fmt: skip
+    for col, share in (("upstream_us", 0.2), ("ttfb_us", 0.5)):
+        missing = rng.random(n) < share
+        frame[col] = frame[col].astype("Int64").mask(missing)
+    frame.loc[frame["environment"] == "solo", "queue_us"] = pd.NA  # a group without a timer
+    return frame
+
+
+@pytest.mark.parametrize("by", [["environment"], ["indirector"], ["environment", "indirector"]])
+def test_every_timers_percentiles_per_group_are_numpys(by: list[str]) -> None:
+    frame = _requests(20_000, seed=len(by))
+    con = open_store(None).con
+    append_requests(con, frame)
+    got = st.stats_records(con, by, top=None).frame()
+    dims = st.dimension_columns(by)
+    assert len(got) == frame.groupby(dims, dropna=False).ngroups
+    for _, row in got.iterrows():
+        key = np.ones(len(frame), bool)
+        for d in dims:
+            key &= frame[d].isna().to_numpy() if pd.isna(row[d]) else (frame[d] == row[d]).to_numpy()
+        for prefix, col in TIMERS.items():
+            values = frame.loc[key, col].dropna().to_numpy(dtype=np.float64)
+            for q in (50, 90, 95, 99):
+                name = f"{prefix}p{q}_us"
+                if name not in got.columns or not len(values):
+                    assert name not in got.columns or pd.isna(row[name]), (name, row[dims].tolist())
+                    continue
+                want = np.percentile(values, q)  # linear, numpy's default
+                assert row[name] == pytest.approx(want, rel=1e-13, abs=1e-6), (name, row[dims].tolist())
+                if want == int(want):  # between two equal times the answer is that time exactly
+                    assert row[name] == want
+
+
+def test_the_headline_and_the_percentiles_view_agree_with_numpy() -> None:
+    frame = _requests(5_000, seed=9)
+    con = open_store(None).con
+    append_requests(con, frame)
+    values = frame["duration_us"].to_numpy(dtype=np.float64)
+    assert st.summary(con)["p99_us"] == pytest.approx(np.percentile(values, 99), rel=1e-13)
+    view = st.view(con, "percentiles").iloc[0]
+    for q in (50, 66, 75, 80, 90, 95, 98, 99):
+        assert view[f"p{q}_us"] == pytest.approx(np.percentile(values, q), rel=1e-13)
+    assert view["p100_us"] == values.max()
+
+
+def test_stats_answer_where_holding_every_time_runs_out_of_memory(tmp_path: Path) -> None:
+    """2 M requests of four timers under a 48 MB DuckDB limit: holding their times (what
+    quantile_cont does) runs out of memory; counting them does not."""
+    rng = np.random.default_rng(3)
+    n = 2_000_000
+    store = open_store(tmp_path / "big.duckdb")
+    append_requests(store.con, pd.DataFrame({
+        "method": "GET",
+        "indirector": rng.choice(["catalog", "node", "report"], n),
+        "status": 200,
+        "duration_us": rng.integers(1, 3000, n) * 1000,
+        "upstream_us": rng.integers(1, 2000, n) * 1000,
+        "ttfb_us": rng.integers(0, 500, n) * 1000,
+        "queue_us": rng.integers(0, 50, n) * 1000,
+    }))  # fmt: skip
+    store.con.execute("CHECKPOINT")
+    store.con.execute("SET memory_limit = '48MB'")
+    held = ", ".join(f"quantile_cont({t}, 0.5)" for t in TIMERS.values())
+    with pytest.raises(duckdb.OutOfMemoryException):
+        store.con.execute(f"SELECT indirector, {held} FROM requests GROUP BY indirector").fetchall()
+    got = {r["indirector"]: r for r in st.stats_records(store.con, ["indirector"]).rows}
+    assert sum(r["requests"] for r in got.values()) == n
+    store.con.execute("RESET memory_limit")
+    held = "quantile_cont(duration_us, 0.99), quantile_cont(queue_us, 0.5)"
+    want = store.con.execute(f"SELECT indirector, {held} FROM requests GROUP BY 1").fetchall()
+    for indirector, p99, queue_p50 in want:
+        assert got[indirector]["p99_us"] == pytest.approx(p99, rel=1e-13)
+        assert got[indirector]["queue_p50_us"] == pytest.approx(queue_p50, rel=1e-13)
+    store.close()
+
+
+def test_the_part_is_spliced_with_only_whitelisted_names() -> None:
+    sql = query_sql("by_dimension", ["environment", "route"])
+    assert "{" not in re.sub(r"--[^\n]*", "", sql)  # every slot filled
+    assert "PARTITION BY environment, method, route, timer" in sql
+    assert "p.environment IS NOT DISTINCT FROM g.environment" in sql
+    part = (queries_dir() / "parts" / "timer_percentiles.sql").read_text()
+    assert "quantile_cont" not in re.sub(r"--[^\n]*", "", part)
