@@ -80,7 +80,7 @@ def see_our_dependencies(py: Path) -> None:
 
 
 def repo_names(folder: str, pattern: str) -> set[str]:
-    return {p.name for p in (REPO / folder).glob(pattern)}
+    return {p.relative_to(REPO / folder).as_posix() for p in (REPO / folder).glob(pattern)}
 
 
 def test_wheel_contains_data(installed):
@@ -88,7 +88,8 @@ def test_wheel_contains_data(installed):
     assert {f"logan/parsers/{n}" for n in repo_names("parsers", "*.toml")} <= names
     assert "logan/parsers/apache.toml" in names
     if (REPO / "queries").is_dir():
-        assert {f"logan/queries/{n}" for n in repo_names("queries", "*.sql")} <= names
+        assert {f"logan/queries/{n}" for n in repo_names("queries", "**/*.sql")} <= names
+        assert "logan/queries/parts/timer_percentiles.sql" in names  # a part the views splice in
     templates = {f"logan/show/templates/{p.name}" for p in (REPO / "logan/show/templates").glob("*.j2")}
     assert templates and templates <= names  # the report's pages
 
@@ -158,6 +159,13 @@ def test_installed_ingest_and_sql(installed):
         assert int(row["n"]) == 30
         assert float(row["d"]) == sum(i * 1000 for i in range(1, 31))
         assert row["t"].startswith("2000-10-10 20:55:01")
+    # the views and the part they splice in, from the installed package: 1..30 ms, whose p99
+    # lies at rank 0.99 * 29 = 28.71, between 29 and 30 ms
+    r = run([logan, "stats", "--db", "s.duckdb", "-o", "json"], cwd=cwd)
+    assert r.returncode == 0, r.stderr
+    row = json.loads(r.stdout)[0]
+    assert row["requests"] == 30
+    assert row["p99_us"] == pytest.approx(29_000 + 0.71 * 1_000)
 
 
 def test_installed_wheel_has_the_c_split_when_a_compiler_is_here(installed):
