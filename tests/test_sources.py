@@ -465,6 +465,28 @@ def test_a_small_file_is_read_into_a_buffer_its_size(tmp_path, monkeypatch):
     assert sorted(len(b) for b in pool._made) == [1 << 20, 8 << 20]
 
 
+def test_an_ingest_lets_go_of_its_buffers(tmp_path):
+    # `logan stats LOG` answers right after its ingest, in the same process: the blocks and
+    # fields the ingest read into are not kept for it.
+    data, _ = make_log(2_000)
+    log = tmp_path / "a.log"
+    log.write_bytes(data)
+    made = []
+    get = sources.BUFFERS.get
+
+    def remember(size, slack=1.0):
+        made.append(get(size, slack))
+        return made[-1]
+
+    sources.BUFFERS.get = remember  # the instance's, for this ingest only
+    try:
+        s = ingest([log], format="combined_D", profile="none")
+    finally:
+        del sources.BUFFERS.get
+    assert s.rows == 2_000 and made  # the ingest read into buffers of the pool...
+    assert sources.BUFFERS._made == []  # ...and the pool holds none of them now
+
+
 def test_nul_bytes_after_a_crash(tmp_path):
     # A server that crashed can leave a run of NUL bytes where its buffered writes were lost.
     lines = [make_line(i).encode() for i in range(1, 6)]

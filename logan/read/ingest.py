@@ -40,6 +40,7 @@ from logan.read.classify import (
 from logan.read.compile import CompiledFormat, compile_format
 from logan.read.dialects import get_dialect, resolve_format
 from logan.read.sources import (
+    BUFFERS,
     DEFAULT_BLOCK,
     ROW_GROUP,
     Batch,
@@ -245,6 +246,7 @@ def ingest(
             st.con.execute("RESET disabled_optimizers")
             st.con.execute("RESET memory_limit")
             st.con.execute("RESET max_vacuum_tasks")
+        BUFFERS.release()
     summary.seconds = time.perf_counter() - started
     _finish_summary(st, summary)
     summary.store = st

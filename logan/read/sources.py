@@ -433,6 +433,13 @@ class BufferPool:
             self._made.append(buf)
             return buf
 
+    def release(self) -> None:
+        """Let go of every buffer (each lives on while something still refers to it): once
+        an ingest is done, 137 MiB of them stayed with a 300 MB log, through the answer that
+        `logan stats LOG` computes next."""
+        with self._lock:
+            self._made = []
+
 
 _MIB = 1 << 20
 
