@@ -216,16 +216,15 @@ def with_parts(sql: str, cols: Sequence[str]) -> str:
     if found is None:
         return sql
     name, source = found.groups()
-    groups = list(cols)
     part = (queries_dir() / "parts" / f"{name}.sql").read_text()
     part = (
-        part.replace("{groups}", "".join(f"{c}, " for c in groups))
-        .replace("{group_by}", f"GROUP BY {', '.join(groups)}" if groups else "")
+        part.replace("{groups}", "".join(f"{c}, " for c in cols))
+        .replace("{group_by}", f"GROUP BY {', '.join(cols)}" if cols else "")
         .replace("{source}", source)
     )
     sql = sql[: found.start()] + part.strip() + sql[found.end() :]
-    same = " AND ".join(f"p.{c} IS NOT DISTINCT FROM g.{c}" for c in groups) or "TRUE"
-    return sql.replace("{group_columns}", ", ".join(f"g.{c}" for c in groups)).replace("{same_group}", same)
+    same = " AND ".join(f"p.{c} IS NOT DISTINCT FROM g.{c}" for c in cols) or "TRUE"
+    return sql.replace("{group_columns}", ", ".join(f"g.{c}" for c in cols)).replace("{same_group}", same)
 
 
 # A lookup of one `extra` entry by name in a view's text (queries/cache_requests.sql).
