@@ -124,3 +124,30 @@ def test_start_order_is_lexsorts(span_s: int, shuffled: bool) -> None:
     got = ca.start_order(line, start)
     assert np.array_equal(got, np.lexsort((line, start)))
     assert len(ca.start_order(line[:0], start[:0])) == 0
+
+
+def test_the_sums_of_a_group_are_its_keys_sums_added() -> None:
+    """simulate keeps a replay's sums per group of keys only: they are the per-key sums
+    (each key its own group) added up per group by pandas; counts stay integers."""
+    trace = trace_of(3, keys=400)
+    fastest = np.random.default_rng(4).integers(0, 3_000, trace.keys)
+    keys = pd.DataFrame({"key_id": np.arange(trace.keys), "fastest_us": fastest})
+    loaded = ca.Loaded(trace, keys, pd.DataFrame(), span_us=600_000_000)
+    ttls, models = [1_000_000, 60_000_000], [cs.Model(ttl_us=0), cs.Model(ttl_us=0, workers=3)]
+    per_key = ca.simulate(loaded, ttls, models, None)
+    codes = np.random.default_rng(5).integers(0, 9, trace.keys)
+    codes[codes == 4] = 3  # a group number without keys: a row of zeros
+    got = ca.simulate(loaded, ttls, models, None, codes)
+    want = (
+        per_key.assign(group=codes[per_key["group"]])
+        .groupby(["group", "ttl_s", "workers"])
+        .sum()
+        .reindex(pd.MultiIndex.from_frame(got[["group", "ttl_s", "workers"]]), fill_value=0)
+        .reset_index()
+    )
+    assert len(got) == 9 * len(ttls) * len(models)
+    assert got["hits"].sum() > 0 and (got.loc[got["group"] == 4, "requests"] == 0).all()
+    for c in ("requests", "hits", "waited", "revalidations", "backend_requests"):
+        assert got[c].dtype == np.int64 and np.array_equal(got[c], want[c]), c
+    for c in ("total_us", "saved_us"):
+        assert np.allclose(got[c], want[c], rtol=1e-12, atol=0), c

@@ -24,6 +24,7 @@ from logan.answer import cache_sim as cs
 from logan.answer.filters import filter_sql
 from logan.answer.views import columns_named, narrowed, series_sql
 from logan.errors import LoganError
+from logan.store import memory_at_most
 from logan.units import format_count, format_us, missing, parse_duration
 
 if TYPE_CHECKING:
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 KEYS = {"url": ("key_host", "key_path", "key_query"), "path": ("key_host", "key_path")}
 # --by: the column of the answer's groups.
 BY = {"url": "cache_key", "route": "route", "indirector": "indirector"}
+# DuckDB's memory while the requests are read (logan.store.memory_at_most).
+ANSWER_MEMORY_MB = 256
 # --ttl auto: where the saving of most sites flattens lies somewhere on this ladder.
 TTL_LADDER = ("1s", "5s", "15s", "1min", "5min", "15min", "1h")
 # the TTL a headline names: the shortest that gives this share of the largest saving
@@ -131,35 +134,73 @@ def load(
     two keys of a log share one with a chance of about n^2 / 2^65 (3e-6 for ten million
     distinct keys)."""
 
+    with memory_at_most(con, ANSWER_MEMORY_MB):
+        loaded = _load(con, key, by, source, keep_varying, clients, sizes, filters)
+    _arrow_let_go()
+    return loaded
+
+
+def _load(
+    con: duckdb.DuckDBPyConnection,
+    key: str,
+    by: str,
+    source: str | None,
+    keep_varying: bool,
+    clients: bool,
+    sizes: bool,
+    filters: dict,
+) -> Loaded:
     where, params = filter_sql(filters)
     if source is not None:
         where, params = " AND ".join(x for x in (where, "source = ?") if x), [*params, source]
     rows = narrowed(con, requests_sql(key, by), where)
     parts = KEYS[key] if by == "url" else ()  # a key's own name is shown only --by url
     labels = "".join(f", any_value({p}) AS {p}" for p in parts)
-    per = con.execute(
-        f"SELECT key_hash, excluded, count(*) AS requests, sum(duration_us) AS total_us, "
+    table = con.sql(
+        f"SELECT key_hash, excluded, count(*) AS requests, CAST(sum(duration_us) AS DOUBLE) AS total_us, "
         f"min(cache_group) AS cache_group, min(duration_us) AS fastest_us, "
         f"coalesce(min(get_size) <> max(get_size), false) AS varies{labels} "
         f"FROM ({rows}) AS r GROUP BY key_hash, excluded",
-        params,
-    ).df()
+        params=params,
+    ).to_arrow_table()
+    # The groups and reasons come as pandas categories (a code per key), not a Python string
+    # per key: 4.8 M keys took 1.2 GB as objects, and each copy of them as much again.
+    per = table.drop_columns(list(parts)).to_pandas(strings_to_categorical=True)
+    table = table.select(list(parts))  # the keys' texts, --by url
+    _arrow_let_go()
     # the span alone: a first and a last start per key cost the GROUP BY 0.2 s on 10 M rows
     first, last = con.execute(f"SELECT min(start_us), max(start_us) FROM ({rows}) AS r", params).fetchall()[0]
     span = int(last - first) if first is not None else 0
-    cacheable = per[per["excluded"].isna()]
+    exclusions = _exclusions(per, keep_varying)
     # a key whose 200 answers differ in size is one no TTL should serve, unless asked to keep it
-    kept = cacheable if keep_varying else cacheable[~cacheable["varies"]]
-    names = [key_label(*p) for p in kept[list(parts)].itertuples(index=False)] if parts else None
-    keys = kept.assign(cache_key=names).sort_values("cache_key" if parts else "key_hash", ignore_index=True)
+    kept = per["excluded"].isna().to_numpy() & (keep_varying | ~per["varies"].to_numpy())
+    rows_kept = np.flatnonzero(kept)
+    if parts:  # --by url: key_id in the order of the keys' names
+        texts = zip(*(table.column(p).take(rows_kept).to_pylist() for p in parts), strict=True)
+        names = np.asarray([key_label(*p) for p in texts], object)
+        by_name = np.argsort(names, kind="stable")
+        rows_kept, names = rows_kept[by_name], names[by_name]
+    else:
+        rows_kept = rows_kept[np.argsort(per["key_hash"].to_numpy()[rows_kept], kind="stable")]
+    hashes = per["key_hash"].to_numpy()[rows_kept]
+    keys = per[["cache_group", "fastest_us"]].iloc[rows_kept].reset_index(drop=True)  # in key_id order
+    del per, table
     keys.insert(0, "key_id", np.arange(len(keys), dtype=np.int64))
-    a = _cacheable_arrays(con, rows, params, keys["key_hash"].to_numpy(), clients, sizes)
+    keys.insert(1, "cache_key", names if parts else None)
+    a = _cacheable_arrays(con, rows, params, hashes, clients, sizes)
     end = a["start_us"] + a["duration_us"]  # as the view's end_us: the answer's end
     client = a["client"] if clients else np.zeros(len(end), np.int64)
     size = a["bytes_sent"] if sizes else np.zeros(len(end), np.int64)
     trace = cs.Trace(a["key"], client, a["start_us"], end, a["duration_us"], size, len(keys))
-    return Loaded(trace, keys[["key_id", "cache_key", "cache_group", "fastest_us"]],
-                  _exclusions(per, cacheable, keep_varying), span)  # fmt: skip
+    return Loaded(trace, keys, exclusions, span)
+
+
+def _arrow_let_go() -> None:
+    """pyarrow's allocator keeps what it freed for its next tables: 0.2 GB after a load of
+    20 M rows, through the replays."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
 
 
 def _cacheable_arrays(
@@ -190,9 +231,11 @@ def _cacheable_arrays(
     finally:
         con.unregister("__logan_cache_keys")
     a = {c: table.column(c).to_numpy() for c in table.column_names}
+    del table  # its columns are copied out when they came in several chunks
     order = start_order(a.pop("line_no"), a["start_us"])
-    # gathered as they came (the key is int32: half the bytes to move), then made int64
-    return {c: np.take(v, order).astype(np.int64, copy=False) for c, v in a.items()}
+    # gathered as they came (the key is int32: half the bytes to move), then made int64; each
+    # column let go once gathered
+    return {c: np.take(a.pop(c), order).astype(np.int64, copy=False) for c in list(a)}
 
 
 def start_order(line_no: np.ndarray, start_us: np.ndarray) -> np.ndarray:
@@ -212,29 +255,33 @@ def start_order(line_no: np.ndarray, start_us: np.ndarray) -> np.ndarray:
     return by_line[np.argsort(start_us[by_line], kind="stable")]
 
 
-def _exclusions(per: pd.DataFrame, cacheable: pd.DataFrame, keep_varying: bool) -> pd.DataFrame:
+def _exclusions(per: pd.DataFrame, keep_varying: bool) -> pd.DataFrame:
     """Requests and server time by reason no cache would answer them ('cacheable' for the
-    rest), largest first."""
-    import pandas as pd
-
+    rest), largest first: `per` is a row per key and exclusion (load)."""
     varies = "size varies (kept)" if keep_varying else "size varies"
-    reasons = pd.concat([
-        per[per["excluded"].notna()].rename(columns={"excluded": "reason"}),
-        cacheable.assign(reason=np.where(cacheable["varies"], varies, "cacheable")),
-    ])  # fmt: skip
-    found = reasons.groupby("reason", as_index=False)[["requests", "total_us"]].sum()
+    by = per.groupby(["excluded", "varies"], observed=True, dropna=False)[["requests", "total_us"]].sum()
+    by = by.reset_index()
+    kept = np.where(by["varies"], varies, "cacheable")
+    by["reason"] = np.where(by["excluded"].isna(), kept, by["excluded"].astype(object))
+    found = by.groupby("reason", as_index=False)[["requests", "total_us"]].sum()
     found = found.sort_values(["requests", "reason"], ascending=[False, True], ignore_index=True)
     found["share"] = found["requests"] / max(int(found["requests"].sum()), 1)
     return found
 
 
 def simulate(
-    loaded: Loaded, ttls: Sequence[int], models: Sequence[cs.Model], hit_cost_us: int | None
+    loaded: Loaded,
+    ttls: Sequence[int],
+    models: Sequence[cs.Model],
+    hit_cost_us: int | None,
+    group_of_key: np.ndarray | None = None,
 ) -> pd.DataFrame:
-    """Per key, TTL and cache set-up (`models` give all but the TTL): one row each with
-    key_id, ttl_s, workers and the sums of cache_sim.per_key. The replays run on threads
-    (the compiled replay and tally let go of the GIL): each reads the trace and writes its
-    own outcomes."""
+    """Per group of keys, TTL and cache set-up (`models` give all but the TTL): one row each
+    with `group`, ttl_s, workers and the sums of cache_sim.per_key over the group's keys.
+    `group_of_key` numbers each key's group (_groups); None: each key is its own, numbered
+    by key_id. The replays run on threads (the compiled replay and tally let go of the
+    GIL): each reads the trace and writes its own outcomes, and keeps its group sums only
+    (a frame per key and TTL was 0.4 GB for 4.8 M keys)."""
     import pandas as pd
 
     t = loaded.trace
@@ -245,11 +292,14 @@ def simulate(
     )
     totals = cs.key_totals(t)  # the same for every TTL and set-up
     slots = {m.workers: cs.slots_of(t, m) for m in models}  # the same for every TTL
+    groups = t.keys if group_of_key is None else _count(group_of_key)
 
     def one(m: cs.Model) -> pd.DataFrame:
         sums = cs.per_key(t, cs.replay(t, m, slots[m.workers]), cost, m.revalidate_us, totals)
+        if group_of_key is not None:
+            sums = {c: _summed(v, group_of_key, groups) for c, v in sums.items()}
         frame = pd.DataFrame(sums)
-        frame.insert(0, "key_id", np.arange(t.keys))
+        frame.insert(0, "group", np.arange(groups))
         frame.insert(1, "ttl_s", m.ttl_us / 1e6)
         frame.insert(2, "workers", m.workers)
         return frame
@@ -259,10 +309,21 @@ def simulate(
         return pd.concat(list(pool.map(one, asked)), ignore_index=True)
 
 
+def _count(codes: np.ndarray) -> int:
+    """How many groups codes 0..n-1 number."""
+    return int(codes.max()) + 1 if len(codes) else 0
+
+
+def _summed(values: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
+    """Per group, the sum of `values`: counts stay integers (exact below 2^53)."""
+    total = np.bincount(group, weights=values, minlength=groups)
+    return total.round().astype(np.int64) if values.dtype.kind in "iu" else total
+
+
 def reuse_p50_us(trace: cs.Trace, group_of_key: np.ndarray) -> np.ndarray:
     """Per group: the median time between two consecutive requests of one key (NaN when
     no key of the group was asked twice)."""
-    groups = int(group_of_key.max()) + 1 if len(group_of_key) else 0
+    groups = _count(group_of_key)
     gap = cs.since_last(trace)
     # a key's first request has no gap before it: group -1, left out of the medians
     group = np.where(gap >= 0, np.asarray(group_of_key, np.int64)[trace.key], -1)
@@ -321,9 +382,10 @@ def cache(
     codes, names = _groups(loaded, by)
     with ThreadPoolExecutor(max_workers=1) as beside:  # the reuse distances, beside the replays
         reuse = beside.submit(reuse_p50_us, loaded.trace, codes)
-        per_key = simulate(loaded, ttls, models, parse_duration(hit_cost, "--hit-cost") if hit_cost else None)
-        table = _grouped(loaded, per_key, by, top, codes, names, reuse.result())
-    totals = _totals(per_key)
+        cost = parse_duration(hit_cost, "--hit-cost") if hit_cost else None
+        per_group = simulate(loaded, ttls, models, cost, codes)
+        table = _grouped(loaded, per_group, by, top, codes, names, reuse.result())
+    totals = _totals(per_group)
     return CacheAnswer(table, totals, loaded.exclusions, headline(table, totals, loaded.exclusions, by))
 
 
@@ -338,20 +400,23 @@ def _groups(loaded: Loaded, by: str) -> tuple[np.ndarray, np.ndarray]:
 
 def _grouped(
     loaded: Loaded,
-    per_key: pd.DataFrame,
+    per_group: pd.DataFrame,
     by: str,
     top: int | None,
     codes: np.ndarray,
     names: np.ndarray,
     reuse: np.ndarray,
 ) -> pd.DataFrame:
-    """The per-key sums per group, TTL and workers, the top groups: each key's group number
-    and the groups' names (_groups), their reuse distances (reuse_p50_us)."""
-    group = codes[per_key["key_id"].to_numpy()]
-    sums = ["requests", "hits", "waited", "revalidations", "backend_requests", "total_us", "saved_us"]
-    g = per_key[sums].groupby([group, per_key["ttl_s"], per_key["workers"]]).sum()
-    g.index.names = ["group", "ttl_s", "workers"]
-    g = g.reset_index()
+    """The sums per group, TTL and workers (simulate), the top groups: each key's group
+    number and the groups' names (_groups), their reuse distances (reuse_p50_us)."""
+    # rank: the largest saving one shared cache gets at any TTL; ties by requests, then name
+    shared = per_group[per_group["workers"] == per_group["workers"].min()]
+    rank = shared.groupby("group").agg(best=("saved_us", "max"), n=("requests", "max"))
+    rank["name"] = [str(names[i]) for i in rank.index]
+    order = rank.sort_values(["best", "n", "name"], ascending=[False, False, True]).index.to_list()
+    if top:
+        order = order[:top]
+    g = per_group[per_group["group"].isin(order)].copy()
     name = "key" if by == "url" else by
     g.insert(1, name, names[g["group"].to_numpy()])
     if by != "url":
@@ -361,14 +426,6 @@ def _grouped(
     g["reuse_p50_us"] = reuse[g["group"].to_numpy()] if len(g) else []
     g["hit_ratio"] = g["hits"] / g["requests"]
     g["saved_share"] = g["saved_us"] / g["total_us"].where(g["total_us"] > 0)
-    # rank: the largest saving one shared cache gets at any TTL; ties by requests, then name
-    shared = g[g["workers"] == g["workers"].min()]
-    rank = shared.groupby("group").agg(best=("saved_us", "max"), n=("requests", "max"))
-    rank["name"] = [str(names[i]) for i in rank.index]
-    order = rank.sort_values(["best", "n", "name"], ascending=[False, False, True]).index.to_list()
-    if top:
-        order = order[:top]
-    g = g[g["group"].isin(order)]
     g = g.assign(_rank=g["group"].map({grp: i for i, grp in enumerate(order)}))
     g = g.sort_values(["_rank", "workers", "ttl_s"]).drop(columns=["_rank", "group"])
     cols = [c for c in ("key", "route", "indirector", "keys") if c in g.columns]
@@ -380,9 +437,9 @@ def _grouped(
     return g
 
 
-def _totals(per_key: pd.DataFrame) -> pd.DataFrame:
+def _totals(per_group: pd.DataFrame) -> pd.DataFrame:
     sums = ["requests", "hits", "waited", "revalidations", "backend_requests", "total_us", "saved_us"]
-    t = per_key.groupby(["ttl_s", "workers"])[sums].sum().reset_index()
+    t = per_group.groupby(["ttl_s", "workers"])[sums].sum().reset_index()
     t["hit_ratio"] = t["hits"] / t["requests"].where(t["requests"] > 0)
     t["saved_share"] = t["saved_us"] / t["total_us"].where(t["total_us"] > 0)
     for c in ("total_us", "saved_us"):
