@@ -12,7 +12,7 @@ TTL pays; the excluded requests by reason; and a headline in words.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -101,14 +101,16 @@ def check_options(
 
 @dataclass(frozen=True)
 class Loaded:
-    """The cacheable requests as a Trace, their keys (key_id order: cache_key, the key as a
-    cache writes it, only --by url, where the keys are the groups; cache_group, fastest_us),
-    the excluded requests by reason, and the log's span."""
+    """The cacheable requests as a Trace, their keys (key_id order: key_hash, cache_group,
+    fastest_us), the excluded requests by reason, and the log's span. `key_names` gives the
+    keys of some key_ids as a cache writes them (read back from the store: --by url shows
+    a few of millions)."""
 
     trace: cs.Trace
     keys: pd.DataFrame
     exclusions: pd.DataFrame
     span_us: int
+    key_names: Callable[[np.ndarray], np.ndarray] | None = None
 
 
 def load(
@@ -154,45 +156,63 @@ def _load(
     if source is not None:
         where, params = " AND ".join(x for x in (where, "source = ?") if x), [*params, source]
     rows = narrowed(con, requests_sql(key, by), where)
-    parts = KEYS[key] if by == "url" else ()  # a key's own name is shown only --by url
-    labels = "".join(f", any_value({p}) AS {p}" for p in parts)
-    table = con.sql(
-        f"SELECT key_hash, excluded, count(*) AS requests, CAST(sum(duration_us) AS DOUBLE) AS total_us, "
-        f"min(cache_group) AS cache_group, min(duration_us) AS fastest_us, "
-        f"coalesce(min(get_size) <> max(get_size), false) AS varies{labels} "
-        f"FROM ({rows}) AS r GROUP BY key_hash, excluded",
-        params=params,
-    ).to_arrow_table()
     # The groups and reasons come as pandas categories (a code per key), not a Python string
     # per key: 4.8 M keys took 1.2 GB as objects, and each copy of them as much again.
-    per = table.drop_columns(list(parts)).to_pandas(strings_to_categorical=True)
-    table = table.select(list(parts))  # the keys' texts, --by url
+    per = (
+        con.sql(
+            "SELECT key_hash, excluded, count(*) AS requests, CAST(sum(duration_us) AS DOUBLE) AS total_us, "
+            "min(cache_group) AS cache_group, min(duration_us) AS fastest_us, "
+            "coalesce(min(get_size) <> max(get_size), false) AS varies "
+            f"FROM ({rows}) AS r GROUP BY key_hash, excluded",
+            params=params,
+        )
+        .to_arrow_table()
+        .to_pandas(strings_to_categorical=True)
+    )
     _arrow_let_go()
     # the span alone: a first and a last start per key cost the GROUP BY 0.2 s on 10 M rows
     first, last = con.execute(f"SELECT min(start_us), max(start_us) FROM ({rows}) AS r", params).fetchall()[0]
     span = int(last - first) if first is not None else 0
     exclusions = _exclusions(per, keep_varying)
     # a key whose 200 answers differ in size is one no TTL should serve, unless asked to keep it
-    kept = per["excluded"].isna().to_numpy() & (keep_varying | ~per["varies"].to_numpy())
-    rows_kept = np.flatnonzero(kept)
-    if parts:  # --by url: key_id in the order of the keys' names
-        texts = zip(*(table.column(p).take(rows_kept).to_pylist() for p in parts), strict=True)
-        names = np.asarray([key_label(*p) for p in texts], object)
-        by_name = np.argsort(names, kind="stable")
-        rows_kept, names = rows_kept[by_name], names[by_name]
-    else:
-        rows_kept = rows_kept[np.argsort(per["key_hash"].to_numpy()[rows_kept], kind="stable")]
-    hashes = per["key_hash"].to_numpy()[rows_kept]
-    keys = per[["cache_group", "fastest_us"]].iloc[rows_kept].reset_index(drop=True)  # in key_id order
-    del per, table
+    kept = np.flatnonzero(per["excluded"].isna().to_numpy() & (keep_varying | ~per["varies"].to_numpy()))
+    kept = kept[np.argsort(per["key_hash"].to_numpy()[kept], kind="stable")]  # key_id order
+    keys = per[["key_hash", "cache_group", "fastest_us"]].iloc[kept].reset_index(drop=True)  # the one copy
+    del per
     keys.insert(0, "key_id", np.arange(len(keys), dtype=np.int64))
-    keys.insert(1, "cache_key", names if parts else None)
+    hashes = keys["key_hash"].to_numpy()
     a = _cacheable_arrays(con, rows, params, hashes, clients, sizes)
     end = a["start_us"] + a["duration_us"]  # as the view's end_us: the answer's end
     client = a["client"] if clients else np.zeros(len(end), np.int64)
     size = a["bytes_sent"] if sizes else np.zeros(len(end), np.int64)
     trace = cs.Trace(a["key"], client, a["start_us"], end, a["duration_us"], size, len(keys))
-    return Loaded(trace, keys, exclusions, span)
+
+    def key_names(ids: np.ndarray) -> np.ndarray:
+        return _key_names(con, rows, params, KEYS[key], hashes[ids])
+
+    return Loaded(trace, keys, exclusions, span, key_names)
+
+
+def _key_names(
+    con: duckdb.DuckDBPyConnection, rows: str, params: list, parts: Sequence[str], hashes: np.ndarray
+) -> np.ndarray:
+    """The keys of `hashes` as a cache writes them (key_label), in that order: their parts
+    read back from one row of each."""
+    import pyarrow as pa
+
+    con.register("__logan_named_keys", pa.table({"key_hash": hashes, "i": np.arange(len(hashes))}))
+    try:
+        texts = con.sql(
+            f"SELECT n.i, {', '.join(f'any_value({p}) AS {p}' for p in parts)} FROM ({rows}) AS r "
+            "JOIN __logan_named_keys AS n USING (key_hash) GROUP BY n.i",
+            params=params,
+        ).fetchall()
+    finally:
+        con.unregister("__logan_named_keys")
+    names = np.empty(len(hashes), object)
+    for i, *part in texts:
+        names[i] = key_label(*part)
+    return names
 
 
 def _arrow_let_go() -> None:
@@ -389,13 +409,17 @@ def cache(
     return CacheAnswer(table, totals, loaded.exclusions, headline(table, totals, loaded.exclusions, by))
 
 
-def _groups(loaded: Loaded, by: str) -> tuple[np.ndarray, np.ndarray]:
-    """Each key's group number, and the groups' names (the key itself --by url)."""
+def _groups(loaded: Loaded, by: str) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]:
+    """Each key's group number, and what names groups by their numbers: --by url, each key is
+    its own group, named from the store when shown (Loaded.key_names)."""
     import pandas as pd
 
-    column = "cache_key" if by == "url" else "cache_group"
-    labels = loaded.keys[column].astype(object).where(loaded.keys[column].notna(), None)
-    return pd.factorize(labels, use_na_sentinel=False)
+    if by == "url":
+        assert loaded.key_names is not None
+        return np.arange(loaded.trace.keys), loaded.key_names
+    column = loaded.keys["cache_group"]
+    codes, names = pd.factorize(column.astype(object).where(column.notna(), None), use_na_sentinel=False)
+    return codes, lambda ids: np.asarray(names, object)[ids]
 
 
 def _grouped(
@@ -404,23 +428,29 @@ def _grouped(
     by: str,
     top: int | None,
     codes: np.ndarray,
-    names: np.ndarray,
+    names: Callable[[np.ndarray], np.ndarray],
     reuse: np.ndarray,
 ) -> pd.DataFrame:
     """The sums per group, TTL and workers (simulate), the top groups: each key's group
-    number and the groups' names (_groups), their reuse distances (reuse_p50_us)."""
-    # rank: the largest saving one shared cache gets at any TTL; ties by requests, then name
+    number and what names groups (_groups), their reuse distances (reuse_p50_us)."""
+    # rank: the largest saving one shared cache gets at any TTL; ties by requests, then name.
+    # Names are needed only for the groups tied with the last one shown (--by url reads
+    # them back from the store: 4.8 M of them took 23 s and 6 GB).
     shared = per_group[per_group["workers"] == per_group["workers"].min()]
     rank = shared.groupby("group").agg(best=("saved_us", "max"), n=("requests", "max"))
-    rank["name"] = [str(names[i]) for i in rank.index]
-    order = rank.sort_values(["best", "n", "name"], ascending=[False, False, True]).index.to_list()
-    if top:
-        order = order[:top]
+    rank = rank.sort_values(["best", "n"], ascending=False, kind="stable")
+    if top and len(rank) > top:
+        best, n = rank["best"].iloc[top - 1], rank["n"].iloc[top - 1]
+        rank = rank[(rank["best"] > best) | ((rank["best"] == best) & (rank["n"] >= n))]
+    rank["label"] = names(rank.index.to_numpy())
+    rank["name"] = [str(x) for x in rank["label"]]
+    rank = rank.sort_values(["best", "n", "name"], ascending=[False, False, True])
+    order = rank.index.to_list()[:top] if top else rank.index.to_list()
     g = per_group[per_group["group"].isin(order)].copy()
     name = "key" if by == "url" else by
-    g.insert(1, name, names[g["group"].to_numpy()])
+    g.insert(1, name, rank.loc[g["group"], "label"].to_numpy())
     if by != "url":
-        g.insert(2, "keys", np.bincount(codes, minlength=len(names))[g["group"].to_numpy()])
+        g.insert(2, "keys", np.bincount(codes, minlength=_count(codes))[g["group"].to_numpy()])
     minutes = max(loaded.span_us / 60e6, 1.0)
     g["per_minute"] = g["requests"] / minutes
     g["reuse_p50_us"] = reuse[g["group"].to_numpy()] if len(g) else []
