@@ -129,7 +129,7 @@ def load(
     `sizes` reads the answers' sizes (for a cache bounded in bytes; else 0).
 
     Two passes over the rows and a scan of their starts: one GROUP BY per key and reason
-    (the keys, their labels, the exclusions), the log's span, and one fetch of the requests
+    (the keys, their groups, the exclusions), the log's span, and one fetch of the requests
     replayed as arrays in start order, requests that started in the same microsecond
     (Apache's %t has whole seconds) in the order their log wrote them: by line number.
     Keys are told apart by a 64-bit hash of their parts, clients by a hash of the address:
@@ -188,7 +188,8 @@ def _load(
     trace = cs.Trace(a["key"], client, a["start_us"], end, a["duration_us"], size, len(keys))
 
     def key_names(ids: np.ndarray) -> np.ndarray:
-        return _key_names(con, rows, params, KEYS[key], hashes[ids])
+        with memory_at_most(con, ANSWER_MEMORY_MB):
+            return _key_names(con, rows, params, KEYS[key], hashes[ids])
 
     return Loaded(trace, keys, exclusions, span, key_names)
 
