@@ -11,12 +11,12 @@ import hashlib
 import os
 import re
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import duckdb
 
@@ -369,18 +369,19 @@ def writing(path: str | Path | None, store: type[Store] = Store) -> Iterator[Sto
 
 
 @contextmanager
-def memory_at_most(con: duckdb.DuckDBPyConnection, mib: int) -> Iterator[None]:
-    """DuckDB's memory held to `mib` for the block; after it, the blocks it cached let go.
-    DuckDB keeps the blocks it read cached up to 80% of the machine's memory: `logan cache`
-    on a 20 M-row store kept 0.8-1.5 GB of them after its GROUP BY was done. Under the
-    limit they are read again from the file when needed (the GROUP BY took as long), and
-    what does not fit spills to a temporary file. Not on a store in memory (DuckDB would
-    move its tables to a temporary file to meet the limit), nor on Spark (its memory is its
-    own)."""
+def memory_at_most(con: duckdb.DuckDBPyConnection, mib: int | None) -> Iterator[None]:
+    """DuckDB's memory held to `mib` for the block (None: DuckDB's own limit); after it, the
+    blocks it cached let go. DuckDB keeps the blocks it read cached up to 80% of the
+    machine's memory: `logan cache` on a 20 M-row store kept 0.8-1.5 GB of them after its
+    GROUP BY was done. Under the limit they are read again from the file when needed (the
+    GROUP BY took as long), and what does not fit spills to a temporary file. Not on a store
+    in memory (DuckDB would move its tables to a temporary file to meet the limit), nor on
+    Spark (its memory is its own)."""
     if not isinstance(con, duckdb.DuckDBPyConnection) or _in_memory(con):
         yield
         return
-    con.execute(f"SET memory_limit = '{int(mib)}MB'")
+    if mib is not None:
+        con.execute(f"SET memory_limit = '{int(mib)}MB'")
     try:
         yield
     finally:
@@ -389,6 +390,24 @@ def memory_at_most(con: duckdb.DuckDBPyConnection, mib: int) -> Iterator[None]:
         with contextlib.suppress(duckdb.Error):
             con.execute(f"SET memory_limit = '{_LET_GO_MB}MB'")
         con.execute("RESET memory_limit")
+
+
+def within_memory(con: duckdb.DuckDBPyConnection, mib: int, run: Callable[[], T]) -> T:
+    """run() under memory_at_most(mib); when it runs out of that memory, again with four
+    times as much, then with DuckDB's own limit. The bound is for what DuckDB merely keeps,
+    not for what an answer needs: what does not spill (the texts of a million keys picked by
+    any_value) ran out of 256 MB. `run` leaves nothing behind when it fails."""
+    for limit in (mib, 4 * mib):
+        try:
+            with memory_at_most(con, limit):
+                return run()
+        except duckdb.OutOfMemoryException:
+            pass
+    with memory_at_most(con, None):
+        return run()
+
+
+T = TypeVar("T")
 
 
 _LET_GO_MB = 16

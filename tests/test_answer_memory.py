@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import duckdb
 
-from logan.store import memory_at_most
+from logan.store import memory_at_most, within_memory
 
 MIB = 1 << 20
 
@@ -59,3 +59,31 @@ def test_a_store_in_memory_keeps_its_tables_in_memory():
         assert con.execute("SELECT count(DISTINCT y) FROM t").fetchall() == [(5_000_000,)]
     # nothing moved to a temporary file: DuckDB would have, to meet the bound
     assert cached(con, "IN_MEMORY_TABLE") == held
+
+
+def test_what_needs_more_than_the_bound_runs_again_with_more(tmp_path):
+    """A DISTINCT over 5 M texts does not spill: under 8 MB and 32 MB it runs out of
+    memory, under DuckDB's own limit it answers."""
+    db = str(tmp_path / "s.duckdb")
+    with duckdb.connect(db) as w:
+        table_of_texts(w)
+    con = duckdb.connect(db, read_only=True)
+    default = limit(con)
+    tried = []
+
+    def run() -> int:
+        tried.append(limit(con))
+        return con.execute("SELECT count(DISTINCT y) FROM t").fetchall()[0][0]
+
+    assert within_memory(con, 8, run) == 5_000_000
+    assert len(tried) == 3 and tried[-1] == default and len(set(tried)) == 3
+    assert limit(con) == default
+    # what fits runs once, under the bound
+    tried.clear()
+
+    def scan() -> str:
+        tried.append(limit(con))
+        return con.execute("SELECT max(y) FROM t").fetchall()[0][0]
+
+    assert within_memory(con, 32, scan) == con.execute("SELECT max(y) FROM t").fetchall()[0][0]
+    assert len(tried) == 1 and tried[0] != default

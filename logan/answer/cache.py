@@ -24,7 +24,7 @@ from logan.answer import cache_sim as cs
 from logan.answer.filters import filter_sql
 from logan.answer.views import columns_named, narrowed, series_sql
 from logan.errors import LoganError
-from logan.store import memory_at_most
+from logan.store import within_memory
 from logan.units import format_count, format_us, missing, parse_duration
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 KEYS = {"url": ("key_host", "key_path", "key_query"), "path": ("key_host", "key_path")}
 # --by: the column of the answer's groups.
 BY = {"url": "cache_key", "route": "route", "indirector": "indirector"}
-# DuckDB's memory while the requests are read (logan.store.memory_at_most).
+# DuckDB's memory while the requests are read (logan.store.within_memory).
 ANSWER_MEMORY_MB = 256
 # --ttl auto: where the saving of most sites flattens lies somewhere on this ladder.
 TTL_LADDER = ("1s", "5s", "15s", "1min", "5min", "15min", "1h")
@@ -136,8 +136,9 @@ def load(
     two keys of a log share one with a chance of about n^2 / 2^65 (3e-6 for ten million
     distinct keys)."""
 
-    with memory_at_most(con, ANSWER_MEMORY_MB):
-        loaded = _load(con, key, by, source, keep_varying, clients, sizes, filters)
+    loaded = within_memory(
+        con, ANSWER_MEMORY_MB, lambda: _load(con, key, by, source, keep_varying, clients, sizes, filters)
+    )
     _arrow_let_go()
     return loaded
 
@@ -188,8 +189,8 @@ def _load(
     trace = cs.Trace(a["key"], client, a["start_us"], end, a["duration_us"], size, len(keys))
 
     def key_names(ids: np.ndarray) -> np.ndarray:
-        with memory_at_most(con, ANSWER_MEMORY_MB):
-            return _key_names(con, rows, params, KEYS[key], hashes[ids])
+        named = hashes[ids]
+        return within_memory(con, ANSWER_MEMORY_MB, lambda: _key_names(con, rows, params, KEYS[key], named))
 
     return Loaded(trace, keys, exclusions, span, key_names)
 
