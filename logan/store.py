@@ -392,6 +392,9 @@ def memory_at_most(con: duckdb.DuckDBPyConnection, mib: int | None) -> Iterator[
         con.execute("RESET memory_limit")
 
 
+T = TypeVar("T")
+
+
 def within_memory(con: duckdb.DuckDBPyConnection, mib: int, run: Callable[[], T]) -> T:
     """run() under memory_at_most(mib); when it runs out of that memory, again with four
     times as much, then with DuckDB's own limit. The bound is for what DuckDB merely keeps,
@@ -405,9 +408,6 @@ def within_memory(con: duckdb.DuckDBPyConnection, mib: int, run: Callable[[], T]
             pass
     with memory_at_most(con, None):
         return run()
-
-
-T = TypeVar("T")
 
 
 _LET_GO_MB = 16

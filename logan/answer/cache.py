@@ -452,7 +452,7 @@ def _grouped(
     name = "key" if by == "url" else by
     g.insert(1, name, rank.loc[g["group"], "label"].to_numpy())
     if by != "url":
-        g.insert(2, "keys", np.bincount(codes, minlength=_count(codes))[g["group"].to_numpy()])
+        g.insert(2, "keys", np.bincount(codes)[g["group"].to_numpy()])
     minutes = max(loaded.span_us / 60e6, 1.0)
     g["per_minute"] = g["requests"] / minutes
     g["reuse_p50_us"] = reuse[g["group"].to_numpy()] if len(g) else []
