@@ -368,6 +368,11 @@ def writing(path: str | Path | None, store: type[Store] = Store) -> Iterator[Sto
     st.close()
 
 
+# DuckDB's memory while an answer reads a store (within_memory): what it keeps of the
+# store's blocks, and what its aggregates hold before they spill.
+ANSWER_MEMORY_MB = 256
+
+
 @contextmanager
 def memory_at_most(con: duckdb.DuckDBPyConnection, mib: int | None) -> Iterator[None]:
     """DuckDB's memory held to `mib` for the block (None: DuckDB's own limit); after it, the

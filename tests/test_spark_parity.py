@@ -95,7 +95,12 @@ def view_sql(con: duckdb.DuckDBPyConnection, name: str, by: str | None) -> tuple
     ).fetchone()
     lo, hi = lo // hour * hour, (hi // hour + 1) * hour
     since, until = con.execute("SELECT min(ts_start), max(ts_start) FROM requests").fetchone()
-    params = {"timeline": [hour], "in_flight": [lo, hi, hour], "incident_shares": [hour, since, until]}
+    params = {
+        "timeline": [hour],
+        "bucket_starts": [hour],
+        "in_flight": [lo, hi, hour],
+        "incident_shares": [hour, since, until],
+    }
     return sql, params.get(name, [])
 
 

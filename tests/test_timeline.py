@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import os
 import subprocess
@@ -371,3 +372,57 @@ def test_plot_names_each_source_by_its_file_and_keeps_the_legends_off_the_data()
     for ax in fig.axes:
         box, legend = ax.get_window_extent(), ax.get_legend().get_window_extent()
         assert legend.x0 >= box.x1
+
+
+@pytest.mark.skipif(ifl._sweep is None, reason="the compiled sweep (logan/answer/_sweep.c) is not built here")
+def test_the_compiled_sweep_fed_in_pieces_is_the_brute_force_count() -> None:
+    """A long store is swept a slice of time after another: the requests still in flight at
+    a cut (some outlasting many buckets, some ending on an edge) are carried over, pieces
+    may cut a run of equal starts, and a piece may be empty."""
+    rng = np.random.default_rng(12)
+    width, buckets = 1_000, 40
+    s = np.sort(rng.integers(0, 40, 3000) * 1_000 // 4 + rng.choice([0, 1, 250], 3000))
+    e = s + rng.choice([0, 0, 1, 250, 1_000, 5_000, 60_000], 3000)
+    most, mean = brute_in_flight(s, e, 0, width, buckets)
+    anywhere = sorted(rng.integers(0, 3000, 25).tolist() + [0, 3000])
+    for cuts in ([0, 3000], [0, 0, 1, 1500, 1501, 3000], anywhere):
+        sweep = ifl._sweep.Sweeper(0, width, buckets)
+        for a, b in itertools.pairwise(cuts):
+            sweep.feed(s[a:b], e[a:b])
+        got_most, got_area = ifl._finished(sweep, buckets)
+        assert got_most.tolist() == most.tolist()
+        assert got_area / width == pytest.approx(mean, rel=1e-12)
+    sweep = ifl._sweep.Sweeper(0, width, buckets)
+    sweep.feed(s[1000:], e[1000:])
+    with pytest.raises(ValueError, match="sorted"):  # a piece that goes back in time
+        sweep.feed(s[:1000], e[:1000])
+
+
+def test_a_timeline_in_slices_is_the_timeline_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past SLICE_REQUESTS a timeline is answered whole buckets at a time: the same frame,
+    value for value, for one series and by a column with missing values (one series read
+    in several slices stays one), and slices of whole buckets, none over the bound but a
+    bucket that alone is."""
+    import logan.answer.timeline as tl
+
+    rows = random_rows(n=4000, seed=9)
+    rows["environment"] = np.where(np.arange(len(rows)) % 3 == 0, None, "prod")
+    rows.loc[rows.index[1500:1800], "ts_start"] = rows["ts_start"].iloc[1500]  # one crowded bucket
+    rows.loc[rows.index[1500:1800], "ts_end"] = rows["ts_start"].iloc[1500] + pd.Timedelta(seconds=45)
+    store = store_of(rows.sample(frac=1, random_state=1))  # in no order
+    whole = {by: timeline(store.con, by=by, bucket="10s") for by in ((), "environment")}
+    monkeypatch.setattr(tl, "SLICE_REQUESTS", 250)
+    lo, width = int(whole[()]["bucket_us"].iloc[0]), 10_000_000
+    hi = lo + len(whole[()]) * width
+    cuts = tl.time_slices(store.con, lo, hi, width, "", [])
+    assert cuts[0][0] == lo and cuts[-1][1] == hi and len(cuts) > 10
+    assert all(a < b and b == c for (a, b), (c, _) in itertools.pairwise(cuts))  # contiguous, in order
+    starts = us_of(rows["ts_start"]).to_numpy()
+    for a, b in cuts:
+        assert (a - lo) % width == 0 and (b - lo) % width == 0  # whole buckets
+        inside = starts[(starts >= a) & (starts < b)]
+        assert len(inside) <= 250 or len(np.unique(inside // width)) == 1  # over it only as one bucket
+    for by, want in whole.items():
+        got = timeline(store.con, by=by, bucket="10s")
+        pd.testing.assert_frame_equal(got, want)
+    assert whole["environment"]["environment"].isna().any()

@@ -24,7 +24,7 @@ from logan.answer import cache_sim as cs
 from logan.answer.filters import filter_sql
 from logan.answer.views import columns_named, narrowed, series_sql
 from logan.errors import LoganError
-from logan.store import within_memory
+from logan.store import ANSWER_MEMORY_MB, within_memory
 from logan.units import format_count, format_us, missing, parse_duration
 
 if TYPE_CHECKING:
@@ -35,8 +35,6 @@ if TYPE_CHECKING:
 KEYS = {"url": ("key_host", "key_path", "key_query"), "path": ("key_host", "key_path")}
 # --by: the column of the answer's groups.
 BY = {"url": "cache_key", "route": "route", "indirector": "indirector"}
-# DuckDB's memory while the requests are read (logan.store.within_memory).
-ANSWER_MEMORY_MB = 256
 # --ttl auto: where the saving of most sites flattens lies somewhere on this ladder.
 TTL_LADDER = ("1s", "5s", "15s", "1min", "5min", "15min", "1h")
 # the TTL a headline names: the shortest that gives this share of the largest saving

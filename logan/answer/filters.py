@@ -104,3 +104,13 @@ def filter_sql(filters: dict | None = None) -> tuple[str, list]:
         conds.append("path GLOB ?")
         params.append(path_glob)
     return " AND ".join(conds), params
+
+
+def within(where: str, params: Sequence, first_us: int, end_us: int) -> tuple[str, list]:
+    """`where` narrowed to the requests that start in [first_us, end_us) (epoch
+    microseconds): one slice of an answer read a stretch of time at a time."""
+    epoch = datetime(1970, 1, 1)
+    conds = [f"({where})"] if where else []
+    conds.append("ts_start >= ? AND ts_start < ?")
+    bounds = [epoch + timedelta(microseconds=first_us), epoch + timedelta(microseconds=end_us)]
+    return " AND ".join(conds), [*params, *bounds]

@@ -14,19 +14,23 @@ numpy over the starts and ends of queries/request_spans.sql, no Python loop per 
 
 The same sweep compiled (logan/answer/_sweep.c: the starts walked once, the ends of the
 requests in flight in a heap, no sort of the ends, no binary search) answers in a third of
-the numpy form's time; numpy is what runs where it was not built. queries/in_flight.sql is
-the same answer as a sweep in SQL (what an engine without numpy runs, e.g. Spark); the tests
-hold the three and a brute-force count to the same numbers.
+the numpy form's time, and it can be fed a stretch of time after another: what it carries
+from one to the next is the requests still in flight, so a long store is read in slices of
+time (logan.answer.timeline cuts them) and its starts and ends are never all in memory
+(1 GB for 20 M requests). numpy is what runs where it was not built, on everything at once.
+queries/in_flight.sql is the same answer as a sweep in SQL (what an engine without numpy
+runs, e.g. Spark); the tests hold the three and a brute-force count to the same numbers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import duckdb
 import numpy as np
 
+from logan.answer.filters import within
 from logan.answer.views import run_arrow, run_cursor, series_sql
 
 try:
@@ -46,55 +50,86 @@ def in_flight(
     width: int,
     where: str = "",
     params: Sequence = (),
+    slices: Sequence[tuple[int, int]] = (),
 ) -> pd.DataFrame:
     """Per series (the `cols`) and bucket of `width` from `lo` to `hi` (epoch us): bucket_us,
-    in_flight_max, in_flight_mean."""
+    in_flight_max, in_flight_mean. `slices`: stretches of start time [from, to) that cover
+    the requests, in order, read one after another by the compiled sweep (none: one read)."""
+    if _sweep is None:
+        return _frame(cols, _numpy_sweeps(_spans(con, cols, where, params), lo, hi, width), lo, hi, width)
+    buckets, sweeps = (hi - lo) // width, {}
+    for part in [within(where, params, a, b) for a, b in slices] or [(where, params)]:
+        for key, s, e in _spans(con, cols, *part):
+            s, e = in_start_order(_us(s), _us(e))
+            if key not in sweeps:
+                sweeps[key] = _sweep.Sweeper(lo, width, buckets)
+            sweeps[key].feed(s, e)
+    return _frame(cols, {key: _finished(sweep, buckets) for key, sweep in sweeps.items()}, lo, hi, width)
+
+
+def _spans(
+    con: duckdb.DuckDBPyConnection, cols: Sequence[str], where: str, params: Sequence
+) -> Iterator[tuple[tuple, np.ndarray, np.ndarray]]:
+    """(series key, starts, ends) of the requests `where` keeps, per series: a key's missing
+    values as None, so that one series read in two slices is one key."""
     if not cols:  # as Arrow: half the CPU time of fetchnumpy for 10 M timestamps
         spans = run_arrow(con, series_sql("request_spans", cols), where, params)
-        s = spans.column("s").to_numpy()  # a copy of the chunks: each column let go once copied
-        spans = spans.drop_columns(["s"])
-        e = spans.column("e").to_numpy()
-        del spans
-        return _one(s, e, lo, hi, width)
-    import pandas as pd
-
+        if spans.num_rows:
+            s = spans.column("s").to_numpy()  # a copy of the chunks: each column let go once copied
+            spans = spans.drop_columns(["s"])
+            e = spans.column("e").to_numpy()
+            del spans
+            yield (), s, e
+        return
     cur = run_cursor(con, series_sql("request_spans", cols), where, params)
-    frames = []
     for key, rows in cur.df().groupby(list(cols), dropna=False, sort=False):
-        one = _one(rows["s"].to_numpy(), rows["e"].to_numpy(), lo, hi, width)
-        for c, v in zip(cols, key if isinstance(key, tuple) else (key,), strict=True):
+        key = tuple(None if v is None or v != v else v for v in (key if isinstance(key, tuple) else (key,)))
+        yield key, rows["s"].to_numpy(), rows["e"].to_numpy()
+
+
+def _numpy_sweeps(
+    spans: Iterator[tuple[tuple, np.ndarray, np.ndarray]], lo: int, hi: int, width: int
+) -> dict[tuple, tuple[np.ndarray, np.ndarray]]:
+    """(most, area) per series by the numpy form, from one read of everything."""
+    edges = np.arange(lo, hi + 1, width, dtype=np.int64)
+    found = {}
+    for key, s, e in spans:
+        s, e = in_start_order(_us(s), _us(e))
+        found[key] = most_in_flight(s, np.sort(e), edges), overlap_sums(s, e, edges)
+    return found
+
+
+def _finished(sweep: object, buckets: int) -> tuple[np.ndarray, np.ndarray]:
+    most, area = np.empty(buckets, np.int64), np.empty(buckets, np.float64)
+    sweep.finish(most, area)
+    return most, area
+
+
+def _frame(
+    cols: Sequence[str], found: dict[tuple, tuple[np.ndarray, np.ndarray]], lo: int, hi: int, width: int
+) -> pd.DataFrame:
+    import pandas as pd  # here, not above: the sweep runs while pandas loads
+
+    buckets = np.arange(lo, hi, width, dtype=np.int64)
+    if not cols and not found:  # no request with both times (a log without durations): nothing to say
+        nothing = np.full(len(buckets), np.nan)
+        return pd.DataFrame({"bucket_us": buckets, "in_flight_max": nothing, "in_flight_mean": nothing})
+    frames = []
+    for key, (most, area) in found.items():
+        one = pd.DataFrame({"bucket_us": buckets, "in_flight_max": most, "in_flight_mean": area / width})
+        for c, v in zip(cols, key, strict=True):
             one.insert(0, c, v)
         frames.append(one)
     columns = [*cols, "bucket_us", "in_flight_max", "in_flight_mean"]
     return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
 
 
-def _one(s: np.ndarray, e: np.ndarray, lo: int, hi: int, width: int) -> pd.DataFrame:
-    edges = np.arange(lo, hi + 1, width, dtype=np.int64)
-    if len(s) == 0:  # no request with both times (a log without durations): nothing to say
-        import pandas as pd  # here and below, not above: the sweep runs while pandas loads
-
-        nothing = np.full(len(edges) - 1, np.nan)
-        return pd.DataFrame({"bucket_us": edges[:-1], "in_flight_max": nothing, "in_flight_mean": nothing})
-    s, e = in_start_order(_us(s), _us(e))
-    most, area = (
-        swept(s, e, edges)
-        if _sweep is not None
-        else (most_in_flight(s, np.sort(e), edges), overlap_sums(s, e, edges))
-    )
-    import pandas as pd
-
-    return pd.DataFrame({"bucket_us": edges[:-1], "in_flight_max": most, "in_flight_mean": area / width})
-
-
 def swept(s: np.ndarray, e: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """most_in_flight and overlap_sums in one compiled sweep (s sorted, e in the same order,
     every start inside the edges)."""
-    most, area = np.empty(len(edges) - 1, np.int64), np.empty(len(edges) - 1, np.float64)
-    _sweep.sweep(
-        np.ascontiguousarray(s), np.ascontiguousarray(e), int(edges[0]), int(edges[1] - edges[0]), most, area
-    )
-    return most, area
+    sweep = _sweep.Sweeper(int(edges[0]), int(edges[1] - edges[0]), len(edges) - 1)
+    sweep.feed(np.ascontiguousarray(s), np.ascontiguousarray(e))
+    return _finished(sweep, len(edges) - 1)
 
 
 def in_start_order(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -95,14 +95,18 @@ def query_sql(name: str, by: Sequence[str] | str = (), slo_us: int | None = None
     return sql
 
 
+# A view's parameter, as the views spell one: a value bound when it runs (a bucket's width).
+_PARAMETER = re.compile(r"CAST\(\? AS \w+\)")
+
+
 def create_views(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Create TEMP views: one per plain queries/*.sql (named after the file) and by_<dim>
     for each per-dimension name. Returns their names."""
     names = []
     for path in sorted(queries_dir().glob("*.sql")):
         text = path.read_text()
-        if "{slo_us}" in text or "{series}" in text or "{columns}" in text:  # needs its values: no plain view
-            continue
+        if "{slo_us}" in text or "{series}" in text or "{columns}" in text or _PARAMETER.search(text):
+            continue  # needs its values: no plain view
         if "{dimensions}" in text:
             for dim in DIMENSIONS:
                 view = f"{path.stem}_{dim}" if path.stem != "by_dimension" else f"by_{dim}"
