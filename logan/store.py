@@ -382,14 +382,16 @@ def memory_at_most(con: duckdb.DuckDBPyConnection, mib: int | None) -> Iterator[
     GROUP BY took as long), and what does not fit spills to a temporary file. Not on a store
     in memory (DuckDB would move its tables to a temporary file to meet the limit), nor on
     Spark (its memory is its own)."""
-    if not isinstance(con, duckdb.DuckDBPyConnection) or _in_memory(con):
-        yield
+    if not isinstance(con, duckdb.DuckDBPyConnection) or _in_memory(con) or id(con) in _BOUND:
+        yield  # inside another such block (a report's section), that block's bound holds
         return
     if mib is not None:
         con.execute(f"SET memory_limit = '{int(mib)}MB'")
+    _BOUND.add(id(con))
     try:
         yield
     finally:
+        _BOUND.discard(id(con))
         # a limit below what DuckDB holds evicts the cached blocks; one it cannot meet
         # (blocks still pinned) is refused, and the cache stays
         with contextlib.suppress(duckdb.Error):
@@ -416,6 +418,8 @@ def within_memory(con: duckdb.DuckDBPyConnection, mib: int, run: Callable[[], T]
 
 
 _LET_GO_MB = 16
+# The connections inside a memory_at_most block now.
+_BOUND: set[int] = set()
 
 
 def _in_memory(con: duckdb.DuckDBPyConnection) -> bool:

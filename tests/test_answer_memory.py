@@ -87,3 +87,23 @@ def test_what_needs_more_than_the_bound_runs_again_with_more(tmp_path):
 
     assert within_memory(con, 32, scan) == con.execute("SELECT max(y) FROM t").fetchall()[0][0]
     assert len(tried) == 1 and tried[0] != default
+
+
+def test_a_bound_inside_a_bound_leaves_the_outer_one(tmp_path):
+    """A report's section runs under a bound, and the answers it calls (a timeline, the
+    causes of incidents) set their own: the inner block neither changes the outer limit nor
+    lifts it when it ends."""
+    db = str(tmp_path / "s.duckdb")
+    with duckdb.connect(db) as w:
+        table_of_texts(w)
+    con = duckdb.connect(db, read_only=True)
+    default = limit(con)
+    with memory_at_most(con, 32):
+        outer = limit(con)
+        with memory_at_most(con, 512):
+            assert limit(con) == outer
+        assert limit(con) == outer != default
+        assert con.execute("SELECT count(*) FROM t").fetchall() == [(5_000_000,)]
+    assert limit(con) == default
+    with memory_at_most(con, 512):  # after the outer block ended, a bound of its own again
+        assert limit(con) not in (outer, default)

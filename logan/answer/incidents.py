@@ -30,7 +30,7 @@ from logan.answer.filters import filter_sql
 from logan.answer.timeline import Story, story
 from logan.answer.views import run_cursor, series_sql
 from logan.errors import LoganError
-from logan.store import stored_columns
+from logan.store import ANSWER_MEMORY_MB, stored_columns, within_memory
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -102,7 +102,9 @@ def incidents_of(con: duckdb.DuckDBPyConnection, told: Story, filters: dict | No
     windows = _windows(flags.any(axis=1).to_numpy() | down.any(axis=1).to_numpy(), z.max(axis=1).to_numpy())
     baseline = _baseline(len(frame), windows)
     measures = [_measure(_kinds_in(frame, told, flags, down, w)) for w in windows]
-    causes = all_causes(con, frame, windows, baseline, measures, filters or {})
+    causes = within_memory(  # the values' counts spill; the store's blocks read are let go
+        con, ANSWER_MEMORY_MB, lambda: all_causes(con, frame, windows, baseline, measures, filters or {})
+    )
     rows = [_describe(frame, told, flags, down, baseline, w, c) for w, c in zip(windows, causes, strict=True)]
     return pd.DataFrame(rows, columns=INCIDENT_COLUMNS)
 

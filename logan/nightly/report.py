@@ -9,6 +9,7 @@ available in this version": plugging one in is giving it its function.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
@@ -33,6 +34,7 @@ from logan.show.report_model import (
     day_period,
     zone,
 )
+from logan.store import ANSWER_MEMORY_MB, within_memory
 from logan.units import format_count, format_us, missing
 
 if TYPE_CHECKING:
@@ -419,7 +421,8 @@ def build_report(
             made.append(Section(spec.key, spec.title, NOT_AVAILABLE, available=False))
         else:
             try:
-                section = spec.build(con, period, options)
+                build = functools.partial(spec.build, con, period, options)
+                section = within_memory(con, ANSWER_MEMORY_MB, build)  # what it reads let go after
             except LoganError as exc:  # nothing to say of this period (a day without requests)
                 section = Section(spec.key, spec.title, str(exc))
             made.append(replace(section, title=spec.title))
