@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import os
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -259,3 +260,33 @@ def test_the_statistics_are_scipys() -> None:
     q[2] = 0
     q /= q.sum()
     assert surprises(p, q).sum() == pytest.approx(jensenshannon(p, q) ** 2, rel=1e-12)
+
+
+def test_a_server_down_all_day_leaves_no_baseline(tmp_path: Path) -> None:
+    """HAProxy said a server went down in the first second and never up again: every
+    bucket is in the incident, none is left to compare with. The incident is told with what
+    it shows (the server that stopped answering), its ratios empty and its cause saying why,
+    in the library and on the command line (this was a traceback)."""
+    from logan.answer.incidents import NO_BASELINE
+
+    traffic = Traffic(seed=4).server_down(0, 60, "app2")
+    db = tmp_path / "s.duckdb"
+    with open_store(db) as store:
+        append_requests(store.con, traffic.store().con.execute("SELECT * FROM requests").df())
+        store.con.execute(
+            "INSERT INTO events (ts, source, line_no, kind, server, text) VALUES (?, 'haproxy.log', 1,"
+            " 'server_down', 'be_app/app2', 'Server be_app/app2 is DOWN')",
+            [(T0 + pd.Timedelta(seconds=1)).to_pydatetime()],
+        )
+        got = incidents(store.con)
+    assert len(got) == 1
+    inc = got.iloc[0]
+    assert inc["kind"] == "backend down" and inc["change"] == "app2 stopped answering"
+    assert inc["start"] == at(0) and inc["end"] == at(60)  # the whole hour, bucket for bucket
+    assert inc["cause"] == NO_BASELINE and inc["causes"] == []
+    assert inc["rate_ratio"] is None and inc["p95_ratio"] is None and inc["baseline_error_share"] is None
+    for output in ("json", "table"):
+        r = subprocess.run(["logan", "incidents", "--db", str(db), "-o", output], capture_output=True,
+                           text=True, timeout=300, env={**os.environ, "COLUMNS": "300"})  # fmt: skip
+        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+        assert "app2 stopped answering" in r.stdout and NO_BASELINE in r.stdout

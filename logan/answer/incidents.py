@@ -31,6 +31,7 @@ from logan.answer.timeline import Story, story
 from logan.answer.views import run_cursor, series_sql
 from logan.errors import LoganError
 from logan.store import ANSWER_MEMORY_MB, stored_columns, within_memory
+from logan.units import format_us
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -300,16 +301,21 @@ def _describe(frame: pd.DataFrame, told: Story, flags: pd.DataFrame, down: pd.Da
     start, end = frame["start"].iloc[first], frame["start"].iloc[last] + _td(width)
     kinds = _kinds_in(frame, told, flags, down, window)
     inside, base = frame.iloc[first : last + 1], frame[baseline]
-    rate_ratio = inside["rate"].max() / max(base["rate"].median(), 1e-9)
+    rate_ratio = _ratio(inside, base, "rate")
     p95_ratio = _ratio(inside, base, "p95_us")
     err = inside["status_5xx"].sum() / max(inside["requests"].sum(), 1)
-    base_err = base["status_5xx"].sum() / max(base["requests"].sum(), 1)
+    base_err = base["status_5xx"].sum() / base["requests"].sum() if base["requests"].sum() else None
     sat = [s for s in told.saturation if s.start < end and s.end > start]
     gone = [str(c) for c in down.columns if down[c].iloc[first : last + 1].any()]
-    change = {
-        "burst": f"rate {rate_ratio:.1f}x the baseline",
-        "slowdown": f"p95 {p95_ratio:.1f}x the baseline",
-        "errors": f"5xx {100 * err:.1f}% of requests (baseline {100 * base_err:.1f}%)",
+    change = {  # without a baseline (a server down all day), what the window itself shows
+        "burst": f"rate {rate_ratio:.1f}x the baseline"
+        if rate_ratio is not None
+        else f"rate up to {inside['rate'].max():.1f}/s ({NO_BASELINE})",
+        "slowdown": f"p95 {p95_ratio:.1f}x the baseline"
+        if p95_ratio is not None
+        else f"p95 up to {format_us(inside['p95_us'].max())} ({NO_BASELINE})",
+        "errors": f"5xx {100 * err:.1f}% of requests ("
+        + (f"baseline {100 * base_err:.1f}%)" if base_err is not None else f"{NO_BASELINE})"),
         "saturation": str(sat[0]) if sat else "",
         "backend down": f"{', '.join(gone)} stopped answering",
     }
@@ -329,7 +335,7 @@ def _describe(frame: pd.DataFrame, told: Story, flags: pd.DataFrame, down: pd.Da
         "in_flight_max": inside["in_flight_max"].max() if "in_flight_max" in inside else None,
         "saturation": "; ".join(str(s) for s in sat) or None,
         "events": [f"{e.ts:%Y-%m-%d %H:%M:%S} {e.text}" for e in events.itertuples()] if len(events) else [],
-        "cause": "every value alike: no dimension stands out" if top is None else _said(top),
+        "cause": _said(top) if top else _no_cause(baseline),
         "causes": causes,
     }  # fmt: skip
 
@@ -352,9 +358,19 @@ def _kinds_in(frame: pd.DataFrame, told: Story, flags: pd.DataFrame, down: pd.Da
 
 
 def _ratio(inside: pd.DataFrame, base: pd.DataFrame, col: str) -> float | None:
+    """The window's highest over the baseline's median; None without a baseline (every
+    bucket is in an incident or beside one: a server down all day)."""
     if col not in inside or base[col].isna().all():
         return None
     return float(inside[col].max() / max(base[col].median(), 1e-9))
+
+
+# What an incident's cause says when no bucket lies outside the incidents to compare with.
+NO_BASELINE = "no time outside the incident to compare with"
+
+
+def _no_cause(baseline: np.ndarray) -> str:
+    return "every value alike: no dimension stands out" if baseline.any() else NO_BASELINE
 
 
 def _said(c: dict) -> str:
@@ -391,6 +407,8 @@ def all_causes(con: duckdb.DuckDBPyConnection, frame: pd.DataFrame, windows: lis
 
     if not windows:
         return []
+    if not baseline.any():  # no share to measure a change against
+        return [[] for _ in windows]
     width = int(frame["width_us"].iloc[0])
     labels = np.full(len(frame), "guard", dtype=object)  # the bucket each side of a window
     labels[baseline] = None
