@@ -68,8 +68,7 @@ def timeline_figure(
         for col, style in (("server_queue_max", "-."), ("backend_queue_max", ":")):
             if col in rows and (rows[col] > 0).any():
                 _line(axes[3], rows, rows[col], f"{name}{col.split('_')[0]} queue (max)", colour, style)
-    _mark(axes, incidents, told.events)
-    _dress(axes, width_s)
+    _dress(axes, width_s, _mark(axes, incidents, told.events))
     axes[1].set_yscale("log")
     fig.suptitle(_title(frame) + shown_of)
     return fig
@@ -114,7 +113,7 @@ def _line(
             drawstyle="steps-post", color=colour, linestyle=style)  # fmt: skip
 
 
-def _dress(axes: list[Axes], width_s: float) -> None:
+def _dress(axes: list[Axes], width_s: float, note: str = "") -> None:
     titles = ("Request rate", "Latency percentiles (per bucket)", "Errors", "Requests in flight and queue")
     units = ("requests/s", "ms (log scale)", "responses/s", "requests")
     for ax, title, unit in zip(axes, titles, units, strict=True):
@@ -122,22 +121,35 @@ def _dress(axes: list[Axes], width_s: float) -> None:
         ax.set_ylabel(unit)
         ax.grid(True, alpha=0.3)
         _legend(ax)
-    axes[-1].set_xlabel(f"request start, UTC (buckets of {width_s:g} s)")
+    axes[-1].set_xlabel(f"request start, UTC (buckets of {width_s:g} s){note}")
 
 
-def _mark(axes: list[Axes], incidents: pd.DataFrame | None, events: pd.DataFrame) -> None:
+# Server events drawn one by one with their kind, up to this many. A server flapping all
+# day (7,379 events in a day of HAProxy lines from real logs) took matplotlib 100 s as a
+# line and a label each and hid the data: more are ticks along the foot of the last panel.
+NAMED_EVENTS = 30
+
+
+def _mark(axes: list[Axes], incidents: pd.DataFrame | None, events: pd.DataFrame) -> str:
     """Incidents as shaded spans on every panel, labelled with their kind on the first;
-    server events as vertical lines with their kind."""
+    server events as vertical lines with their kind (or ticks, NAMED_EVENTS). What the x
+    axis's label should add."""
     for inc in incidents.itertuples() if incidents is not None else []:
         a, b = inc.start.tz_localize(None), inc.end.tz_localize(None)
         for i, ax in enumerate(axes):
             ax.axvspan(a, b, color="tab:red", alpha=0.12, label=f"incident: {inc.kind}" if i == 0 else None)
         axes[0].annotate(inc.kind, (a, 1), xycoords=("data", "axes fraction"), va="top", fontsize=8)
+    if len(events) > NAMED_EVENTS:  # ticks along the foot of the last panel
+        last = axes[-1]
+        last.vlines(events["ts"], 0, 0.05, transform=last.get_xaxis_transform(), colors="black",
+                    linewidth=0.5, alpha=0.5)  # fmt: skip
+        return f"; {len(events):,} server events, ticked at the foot"
     for e in events.itertuples() if len(events) else []:
         for ax in axes:
             ax.axvline(e.ts, color="black", linestyle=":", linewidth=1)
         axes[-1].annotate(f"{e.kind} {_plain(e.server or '')}", (e.ts, 0), xycoords=("data", "axes fraction"),
                           rotation=90, va="bottom", fontsize=7)  # fmt: skip
+    return ""
 
 
 def _legend(ax: Axes) -> None:
