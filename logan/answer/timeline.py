@@ -4,9 +4,11 @@ events on it, and the saturation it shows.
 
 The SQL is queries/timeline.sql (per-bucket aggregates) and queries/span.sql; the requests
 in flight come from logan.answer.in_flight (exact, numpy); this module sizes the buckets, fills the
---by columns into their {series} slot (names from the DIMENSIONS whitelist only), joins the
-two answers and gives every bucket of the span a row, empty ones included, so a gap in
-traffic shows as zero requests rather than as a missing row.
+--by columns into their {series} slot (names from the DIMENSIONS whitelist only), cuts a long
+span into slices of whole buckets answered one after another (queries/bucket_starts.sql:
+memory that does not grow with the store), joins the two answers and gives every bucket of
+the span a row, empty ones included, so a gap in traffic shows as zero requests rather than
+as a missing row.
 """
 
 from __future__ import annotations
