@@ -223,7 +223,8 @@ def timeline(
     width = bucket_width_us(span["first_us"], span["last_us"], bucket)
     lo = span["first_us"] // width * width
     hi = (span["last_us"] // width + 1) * width
-    slices = time_slices(con, lo, hi, width, where, params) if span["requests"] > SLICE_REQUESTS else []
+    long = span["requests"] > SLICE_REQUESTS and isinstance(con, duckdb.DuckDBPyConnection)  # Spark: at once
+    slices = time_slices(con, lo, hi, width, where, params) if long else []
     per_bucket, flight = within_memory(
         con, ANSWER_MEMORY_MB, lambda: _aggregate_and_sweep(con, cols, lo, hi, width, where, params, slices)
     )
