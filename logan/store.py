@@ -382,8 +382,8 @@ def memory_at_most(con: duckdb.DuckDBPyConnection, mib: int | None) -> Iterator[
     GROUP BY took as long), and what does not fit spills to a temporary file. Not on a store
     in memory (DuckDB would move its tables to a temporary file to meet the limit), nor on
     Spark (its memory is its own)."""
-    if not isinstance(con, duckdb.DuckDBPyConnection) or _in_memory(con) or id(con) in _BOUND:
-        yield  # inside another such block (a report's section), that block's bound holds
+    if not _boundable(con):
+        yield
         return
     if mib is not None:
         con.execute(f"SET memory_limit = '{int(mib)}MB'")
@@ -406,7 +406,10 @@ def within_memory(con: duckdb.DuckDBPyConnection, mib: int, run: Callable[[], T]
     """run() under memory_at_most(mib); when it runs out of that memory, again with four
     times as much, then with DuckDB's own limit. The bound is for what DuckDB merely keeps,
     not for what an answer needs: what does not spill (the texts of a million keys picked by
-    any_value) ran out of 256 MB. `run` leaves nothing behind when it fails."""
+    any_value) ran out of 256 MB. `run` leaves nothing behind when it fails. Where no bound
+    applies, or an outer block's holds (which retries), it runs once."""
+    if not _boundable(con):
+        return run()
     for limit in (mib, 4 * mib):
         try:
             with memory_at_most(con, limit):
@@ -420,6 +423,12 @@ def within_memory(con: duckdb.DuckDBPyConnection, mib: int, run: Callable[[], T]
 _LET_GO_MB = 16
 # The connections inside a memory_at_most block now.
 _BOUND: set[int] = set()
+
+
+def _boundable(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether memory_at_most sets a limit here: not on Spark (its memory is its own), not on
+    a store in memory, not inside another such block (a report's section), whose bound holds."""
+    return isinstance(con, duckdb.DuckDBPyConnection) and not _in_memory(con) and id(con) not in _BOUND
 
 
 def _in_memory(con: duckdb.DuckDBPyConnection) -> bool:
