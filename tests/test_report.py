@@ -156,6 +156,46 @@ def test_where_the_time_went_and_requesters_that_grew_match_pandas(con, rows):
     assert list(grew["requests"]) == [now[r] for r, _ in want]
 
 
+def requester_store(day_before: list, day: list):
+    """A store of one request per name (None: no requester) at noon UTC of DAY - 1 and DAY."""
+    frames = [
+        pd.DataFrame({
+            "ts_start": datetime.combine(d, datetime.min.time()) + timedelta(hours=12),
+            "duration_us": 1000, "status": 200, "method": "GET", "path": "/a", "requester": names,
+        })
+        for d, names in ((DAY - timedelta(1), day_before), (DAY, day))
+        if names
+    ]  # fmt: skip
+    store = open_store(None)
+    append_requests(store.con, pd.concat(frames, ignore_index=True))
+    return store
+
+
+@pytest.mark.parametrize(
+    ("day_before", "day", "verdict"),
+    [
+        (["a", "b", "b"], ["a", "a", "b", "c"], "2 grew, 1 new"),  # b: one fewer
+        ([], ["a", "b"], "no requests the day before to compare with"),
+        (["a", "b"], [None, None, None], "no requesters in the log"),  # the NULL group grew
+        (["a", "b"], [], "no requesters in the log"),
+        (["a", "a", "b", "c"], ["a", "b"], "none sent more requests than the day before"),
+    ],
+)
+def test_requesters_that_grew_say_why_when_none_did(day_before, day, verdict):
+    store = requester_store(day_before, day)
+    report = rp.build_report(
+        store.con, rp.day_period(DAY, "UTC"), rp.ReportOptions(charts=False), ["requesters"]
+    )
+    section = report.section("requesters")
+    assert section.verdict == verdict
+    if section.tables:  # a and c one more each (c new), tied: by name; b left out
+        frame = section.tables[0].frame
+        assert frame[["requester", "requests", "before", "added"]].values.tolist() == [
+            ["a", 2, 1, 1],
+            ["c", 1, 0, 1],
+        ]
+
+
 def test_sections_this_version_lacks_say_so(con):
     report = rp.build_report(con, rp.day_period(DAY, TZ), rp.ReportOptions(charts=False))
     assert [s.key for s in report.sections] == rp.SECTION_KEYS

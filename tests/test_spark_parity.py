@@ -100,6 +100,8 @@ def view_sql(con: duckdb.DuckDBPyConnection, name: str, by: str | None) -> tuple
         "bucket_starts": [hour],
         "in_flight": [lo, hi, hour],
         "incident_shares": [hour, since, until],
+        # the day's start, in the middle of the data: the hours before it are the day before
+        "requesters_grew": [since + (until - since) / 2],
     }
     return sql, params.get(name, [])
 

@@ -20,7 +20,9 @@ import duckdb
 
 from logan import schema
 from logan.answer import stats as st
+from logan.answer.filters import filter_sql
 from logan.answer.inputs import ReadOptions, requests_of
+from logan.answer.views import ordered, query_path, run_records
 from logan.errors import LoganError
 from logan.show import charts
 from logan.show.report_model import (
@@ -210,29 +212,25 @@ GROWTH_KINDS = {"requests": "count", "before": "count", "added": "count", "total
 
 
 def requesters_section(con: duckdb.DuckDBPyConnection, period: Period, options: ReportOptions) -> Section:
-    """Requesters that sent more requests than the day before (new ones included)."""
+    """Requesters that sent more requests than the day before (new ones included), ranked
+    in the engine (queries/requesters_grew.sql): only the top rows come out."""
     section = Section("requesters", "Requesters that grew")
-    keys = ["requester", "requester_group"]
-    now = st.view(con, "requester_counts", **period.filters())
-    if now.empty or now["requester"].isna().all():
+    keys = [("added", True), ("requester", False), ("requester_group", False)]
+    where, params = filter_sql({"since": period.days_before(1).start, "until": period.end})
+    sql, top = ordered(query_path("requesters_grew").read_text(), keys, options.top)
+    ranked = run_records(con, sql, where, [*params, period.start, *top]).frame()
+    if ranked.empty or not ranked["day_requesters"].iloc[0]:
         section.verdict = "no requesters in the log"
         return section
-    prev = st.view(con, "requester_counts", **period.days_before(1).filters())
-    if prev.empty:
+    if not ranked["before_requests"].iloc[0]:
         section.verdict = "no requests the day before to compare with"
         return section
-    before = prev[[*keys, "requests"]].rename(columns={"requests": "before"})
-    both = now[[*keys, "requests", "total_us"]].merge(before, on=keys, how="left")
-    both["before"] = both["before"].fillna(0).astype("int64")
-    both["added"] = both["requests"] - both["before"]
-    grew = both[both["added"] > 0].sort_values(["added", "requester"], ascending=[False, True])
-    grew = grew.head(options.top)[[*keys, "requests", "before", "added", "total_us"]]
+    grew = ranked[ranked["added"] > 0][["requester", "requester_group", *GROWTH_KINDS]]
     if grew.empty:
         section.verdict = "none sent more requests than the day before"
         return section
-    section.tables.append(
-        Table("more requests than the day before", grew.reset_index(drop=True), GROWTH_KINDS)
-    )
+    table = Table("more requests than the day before", grew.reset_index(drop=True), GROWTH_KINDS)
+    section.tables.append(table)
     new = int((grew["before"] == 0).sum())
     section.verdict = f"{len(grew)} grew" + (f", {new} new" if new else "")
     return section
