@@ -19,24 +19,28 @@ from logan.answer import cache_sim as cs
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_logs" / "puppet_access.log"
 
 
-def numpy_sums(trace: cs.Trace, outcome: np.ndarray, cost: np.ndarray, reval: int | None) -> dict:
-    """The per-key sums as masks and bincounts (how they were computed before the tally)."""
-    k, n = trace.key, trace.keys
+def numpy_sums(
+    trace: cs.Trace, outcome: np.ndarray, cost: np.ndarray, reval: int | None, group: np.ndarray | None = None
+) -> dict:
+    """The per-key sums as masks and bincounts (how they were computed before the tally);
+    per group of keys when `group` numbers each key's (the cost stays the key's)."""
+    k = trace.key
+    at, n = (k, trace.keys) if group is None else (group[k], int(group.max()) + 1)
     hit = (outcome == cs.HIT) | (outcome == cs.WAITED)
     duration = trace.duration.astype(np.float64)
     saved = np.where(hit, np.maximum(duration - cost[k], 0), 0.0)
     if reval is not None:
         saved += np.where(outcome == cs.REVALIDATED, np.maximum(duration - reval, 0), 0.0)
-    requests = np.bincount(k, minlength=n)
-    hits = np.bincount(k[hit], minlength=n)
+    requests = np.bincount(at, minlength=n)
+    hits = np.bincount(at[hit], minlength=n)
     return {
         "requests": requests,
         "hits": hits,
-        "waited": np.bincount(k[outcome == cs.WAITED], minlength=n),
-        "revalidations": np.bincount(k[outcome == cs.REVALIDATED], minlength=n),
+        "waited": np.bincount(at[outcome == cs.WAITED], minlength=n),
+        "revalidations": np.bincount(at[outcome == cs.REVALIDATED], minlength=n),
         "backend_requests": requests - hits,
-        "total_us": np.bincount(k, weights=duration, minlength=n),
-        "saved_us": np.bincount(k, weights=saved, minlength=n),
+        "total_us": np.bincount(at, weights=duration, minlength=n),
+        "saved_us": np.bincount(at, weights=saved, minlength=n),
     }
 
 
@@ -63,6 +67,22 @@ def test_the_compiled_sums_are_numpys_to_the_bit(seed: int, model: cs.Model) -> 
     want = numpy_sums(trace, outcome, cost, model.revalidate_us)
     for name, values in want.items():
         assert np.array_equal(got[name], values), name  # exact, floats included
+    # summed per group of keys in the tally (each key's group: 7 groups, the last empty)
+    group = np.random.default_rng(seed + 10).integers(0, 6, trace.keys)
+    group[-1] = 6
+    trace = cs.Trace(np.where(trace.key == trace.keys - 1, 0, trace.key), *fields_after_key(trace))
+    outcome = cs.replay(trace, model)
+    got = cs.per_key(trace, outcome, cost, model.revalidate_us, None, group, 7)
+    want = numpy_sums(trace, outcome, cost, model.revalidate_us, group)
+    for name, values in want.items():
+        assert len(got[name]) == 7 and np.array_equal(got[name], values), name
+        assert got[name][6] == 0, name  # a group no request reaches
+    with pytest.raises(ValueError, match="out of range"):  # a group past the sums' rows
+        cs.per_key(trace, outcome, cost, model.revalidate_us, None, group, 6)
+
+
+def fields_after_key(trace: cs.Trace) -> tuple:
+    return trace.client, trace.start, trace.end, trace.duration, trace.size, trace.keys
 
 
 def test_medians_are_pandas_medians() -> None:

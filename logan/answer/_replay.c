@@ -168,10 +168,15 @@ static PyObject *replay(PyObject *self, PyObject *args) {
         else PyErr_NoMemory();
         goto done;
     }
-    for (size_t k = 0; k < S; k++) {
-        s.fill_end[k] = NONE;
-        s.pending[k] = s.prev[k] = s.next[k] = -1;
-    }
+    /* Only what this replay reads is written: the pages of the rest are never touched, so
+       they take no memory (4.85 M keys: 39 MB an array, two replays at once). The pending
+       fills are read without coalescing or with it for new keys only; the LRU's links only
+       with a bound. */
+    for (size_t k = 0; k < S; k++) s.fill_end[k] = NONE;
+    if (coalesce != 1)
+        for (size_t k = 0; k < S; k++) s.pending[k] = -1;
+    if (bounded)
+        for (size_t k = 0; k < S; k++) s.prev[k] = s.next[k] = -1;
     for (size_t w = 0; w < W; w++) s.head[w] = s.tail[w] = -1;
 
     Py_BEGIN_ALLOW_THREADS
@@ -264,21 +269,25 @@ s1:
     return result;
 }
 
-/* tally(key, outcome, duration, hit_cost, revalidate_us, hits, waited, revalidated, saved):
-   the sums of one replay per key, in one pass where numpy made a mask and a bincount each.
-   hits counts both kinds of hit (a fresh copy, a fill waited for); saved adds, in request
-   order (so the float sums are numpy's bincount's to the bit), a hit's duration minus its
-   key's hit_cost and a revalidation's duration minus revalidate_us, never below zero.
+/* tally(key, outcome, duration, hit_cost, revalidate_us, group, hits, waited, revalidated,
+   saved): the sums of one replay per key, or per group of keys, in one pass where numpy made
+   a mask and a bincount each. hits counts both kinds of hit (a fresh copy, a fill waited
+   for); saved adds, in request order (so the float sums are numpy's bincount's to the bit),
+   a hit's duration minus its key's hit_cost and a revalidation's duration minus
+   revalidate_us, never below zero.
    key: int64[n] in [0, keys); outcome: int8[n]; duration: int64[n]; hit_cost: float64[keys];
-   hits, waited, revalidated: int64[keys] and saved: float64[keys], added to. */
+   group: None (each key its own: outs of length keys) or int64[keys], each key's row of the
+   outs (a replay's sums per route then take a row per route, not per key: 4.85 M keys made
+   five arrays of 39 MB a replay); hits, waited, revalidated: int64[outs] and saved:
+   float64[outs], added to. */
 static PyObject *tally(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o_key, *o_out, *o_dur, *o_cost, *o_hits, *o_waited, *o_reval, *o_saved;
+    PyObject *o_key, *o_out, *o_dur, *o_cost, *o_group, *o_hits, *o_waited, *o_reval, *o_saved;
     long long reval;
-    if (!PyArg_ParseTuple(args, "OOOOLOOOO", &o_key, &o_out, &o_dur, &o_cost, &reval, &o_hits, &o_waited,
-                          &o_reval, &o_saved))
+    if (!PyArg_ParseTuple(args, "OOOOLOOOOO", &o_key, &o_out, &o_dur, &o_cost, &reval, &o_group, &o_hits,
+                          &o_waited, &o_reval, &o_saved))
         return NULL;
-    Py_buffer b[8];
+    Py_buffer b[9];
     int got = 0;
     PyObject *result = NULL;
     if (get(o_key, &b[got], 'q', -1, 0) < 0) goto t_done;
@@ -291,10 +300,22 @@ static PyObject *tally(PyObject *self, PyObject *args) {
     if (get(o_cost, &b[got], 'd', -1, 0) < 0) goto t_done;
     got++;
     Py_ssize_t keys = b[3].len / 8;
-    PyObject *outs[4] = {o_hits, o_waited, o_reval, o_saved};
-    for (int j = 0; j < 4; j++) {
-        if (get(outs[j], &b[got], 'q', keys, 1) < 0) goto t_done;
+    if (get(o_hits, &b[got], 'q', -1, 1) < 0) goto t_done;
+    got++;
+    Py_ssize_t outs = b[4].len / 8;
+    PyObject *rest[3] = {o_waited, o_reval, o_saved};
+    for (int j = 0; j < 3; j++) {
+        if (get(rest[j], &b[got], 'q', outs, 1) < 0) goto t_done;
         got++;
+    }
+    const int64_t *group = NULL;
+    if (o_group != Py_None) {
+        if (get(o_group, &b[got], 'q', keys, 0) < 0) goto t_done;
+        group = b[got].buf;
+        got++;
+    } else if (outs != keys) {
+        PyErr_SetString(PyExc_ValueError, "tally: without groups, a row of the sums per key");
+        goto t_done;
     }
     const int64_t *key = b[0].buf, *dur = b[2].buf;
     const int8_t *outcome = b[1].buf;
@@ -303,27 +324,29 @@ static PyObject *tally(PyObject *self, PyObject *args) {
     double *saved = b[7].buf;
     int bad = 0;
     for (Py_ssize_t i = 0; i < n; i++) bad |= key[i] < 0 || key[i] >= keys;
+    if (group != NULL)
+        for (Py_ssize_t k = 0; k < keys; k++) bad |= group[k] < 0 || group[k] >= outs;
     if (bad) {
-        PyErr_SetString(PyExc_ValueError, "tally: a key out of range");
+        PyErr_SetString(PyExc_ValueError, "tally: a key or group out of range");
         goto t_done;
     }
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t k = key[i];
+        int64_t k = key[i], g = group != NULL ? group[k] : k;
         int8_t o = outcome[i];
         double d;
         if (o == 1 || o == 2) {
-            hits[k] += 1;
-            waited[k] += o == 2;
+            hits[g] += 1;
+            waited[g] += o == 2;
             d = (double)dur[i] - cost[k];
         } else if (o == 3) {
-            revalidated[k] += 1;
+            revalidated[g] += 1;
             if (reval < 0) continue;
             d = (double)dur[i] - (double)reval;
         } else {
             continue;
         }
-        saved[k] += d < 0 ? 0.0 : d; /* NaN stays NaN, as numpy.maximum keeps it */
+        saved[g] += d < 0 ? 0.0 : d; /* NaN stays NaN, as numpy.maximum keeps it */
     }
     Py_END_ALLOW_THREADS
     result = Py_None;
@@ -433,8 +456,8 @@ static PyMethodDef methods[] = {
     {"replay", replay, METH_VARARGS, "replay(slot, start, end, size, slots, n_workers, ttl, coalesce, "
                                      "revalidate_us, max_objects, max_bytes, outcome): see _replay.c"},
     {"since_last", since_last, METH_VARARGS, "since_last(key, start, keys, out): see _replay.c"},
-    {"tally", tally, METH_VARARGS, "tally(key, outcome, duration, hit_cost, revalidate_us, hits, waited, "
-                                   "revalidated, saved): see _replay.c"},
+    {"tally", tally, METH_VARARGS, "tally(key, outcome, duration, hit_cost, revalidate_us, group, hits, "
+                                   "waited, revalidated, saved): see _replay.c"},
     {"medians", medians, METH_VARARGS, "medians(values, group, n_groups, out): see _replay.c"},
     {NULL, NULL, 0, NULL},
 };

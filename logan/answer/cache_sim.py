@@ -153,11 +153,13 @@ def medians(values: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
     return out
 
 
-def key_totals(trace: Trace) -> dict:
-    """Per key, what no replay changes: requests and total_us (its server time)."""
+def key_totals(trace: Trace, group_of_key: np.ndarray | None = None, groups: int = 0) -> dict:
+    """Per key, or per group of keys (`group_of_key` numbers them 0..groups-1), what no
+    replay changes: requests and total_us (its server time)."""
+    at, n = (trace.key, trace.keys) if group_of_key is None else (group_of_key[trace.key], groups)
     return {
-        "requests": np.bincount(trace.key, minlength=trace.keys).astype(np.int64),
-        "total_us": np.bincount(trace.key, weights=trace.duration.astype(np.float64), minlength=trace.keys),
+        "requests": np.bincount(at, minlength=n).astype(np.int64),
+        "total_us": np.bincount(at, weights=trace.duration.astype(np.float64), minlength=n),
     }
 
 
@@ -167,23 +169,28 @@ def per_key(
     hit_cost: np.ndarray,
     revalidate_us: int | None,
     totals: dict | None = None,
+    group_of_key: np.ndarray | None = None,
+    groups: int = 0,
 ) -> dict:
-    """Per key (arrays of length trace.keys): requests, hits (waited included), waited,
-    revalidations, backend_requests, total_us and saved_us; `totals` is key_totals(trace)
-    when the caller has it (it is the same for every TTL).
+    """Per key (arrays of length trace.keys), or per group of keys when `group_of_key`
+    numbers them 0..groups-1 (arrays of length `groups`): requests, hits (waited included),
+    waited, revalidations, backend_requests, total_us and saved_us; `totals` is
+    key_totals(trace, group_of_key, groups) when the caller has it (it is the same for
+    every TTL).
 
     A hit saves its server time minus `hit_cost` of its key; a revalidation its time minus
     the revalidation's cost; never below zero.
     """
     _built()
-    n = trace.keys
-    totals = key_totals(trace) if totals is None else totals
+    n = trace.keys if group_of_key is None else groups
+    totals = key_totals(trace, group_of_key, groups) if totals is None else totals
     hits, waited, revalidations = (np.zeros(n, np.int64) for _ in range(3))
     saved = np.zeros(n, np.float64)
     key, duration = (np.ascontiguousarray(v, np.int64) for v in (trace.key, trace.duration))
+    group = None if group_of_key is None else np.ascontiguousarray(group_of_key, np.int64)
     reval = -1 if revalidate_us is None else int(revalidate_us)
     outcome, cost = np.ascontiguousarray(outcome, np.int8), np.ascontiguousarray(hit_cost, np.float64)
-    _replay.tally(key, outcome, duration, cost, reval, hits, waited, revalidations, saved)
+    _replay.tally(key, outcome, duration, cost, reval, group, hits, waited, revalidations, saved)
     return {
         "requests": totals["requests"],
         "hits": hits,
