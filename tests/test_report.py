@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from logan.answer import stats as st
 from logan.nightly import report as rp
 from logan.show.report_html import render_html
 from logan.show.report_text import render
@@ -125,6 +126,21 @@ def test_headline_figures_match_numpy_on_the_raw_rows(con, rows):
     assert got["error_share"].vs_previous.worse is True
     assert got["requests"].vs_previous.worse is None
     assert report.subject() == f"logan: 2026-11-23: p95 {got['p95_us'].vs_previous.text}"
+
+
+def test_the_day_picture_has_each_hours_figures_as_numpy_gives_them(con, rows):
+    """queries/hourly.sql: requests, server time, p50 and p95 (from counts of each time, not
+    quantile_cont) and 5xx share of every UTC hour of the local day."""
+    got = st.view(con, "hourly", **rp.day_period(DAY, TZ).filters())
+    day = on_local_day(rows, DAY)
+    hours = day.groupby(day["ts_start"].dt.floor("h"))
+    assert list(got["hour"]) == list(hours.groups) and len(got) == 24
+    for (hour, group), (_, row) in zip(hours, got.iterrows(), strict=True):
+        d = group["duration_us"].dropna().to_numpy(float)  # some rows have no time
+        assert (row["requests"], row["total_us"]) == (len(group), d.sum()), hour
+        assert row["p50_us"] == pytest.approx(np.percentile(d, 50), rel=1e-12), hour
+        assert row["p95_us"] == pytest.approx(np.percentile(d, 95), rel=1e-12), hour
+        assert row["error_share"] == pytest.approx((group["status"] >= 500).mean()), hour
 
 
 def test_change_words():

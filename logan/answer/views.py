@@ -208,18 +208,21 @@ def series_sql(name: str, cols: Sequence[str]) -> str:
     )
 
 
-# A view's slot for a part of queries/parts/ and the rows it reads: {timer_percentiles:requests}
-_PART = re.compile(r"\{(timer_percentiles):(\w+)\}")
+# A view's slot for a part of queries/parts/ and the rows it reads, {timer_percentiles:requests},
+# and the column it groups them by when the view names one itself: {timer_percentiles:hours BY hour}
+_PART = re.compile(r"\{(timer_percentiles):(\w+)(?: BY (\w+))?\}")
 
 
 def with_parts(sql: str, cols: Sequence[str]) -> str:
-    """`sql` with the CTEs of the part its slot names spliced in, grouped by `cols`; its
-    {group_columns} are those of `g`, and {same_group} says that rows `p` and `g` are of one
-    group. Only names from the views' own text and the DIMENSIONS whitelist enter."""
+    """`sql` with the CTEs of the part its slot names spliced in, grouped by `cols` (or by
+    the column the slot names); its {group_columns} are those of `g`, and {same_group} says
+    that rows `p` and `g` are of one group. Only names from the views' own text and the
+    DIMENSIONS whitelist enter."""
     found = _PART.search(sql)
     if found is None:
         return sql
-    name, source = found.groups()
+    name, source, fixed = found.groups()
+    cols = [fixed] if fixed else cols
     part = (queries_dir() / "parts" / f"{name}.sql").read_text()
     part = (
         part.replace("{groups}", "".join(f"{c}, " for c in cols))
