@@ -270,7 +270,11 @@ def start_order(line_no: np.ndarray, start_us: np.ndarray) -> np.ndarray:
     s0, l0 = int(start_us.min()), int(line_no.min())
     lines = int(line_no.max()) - l0 + 1
     if (int(start_us.max()) - s0 + 1) * lines < 2**63:
-        return np.argsort((start_us - s0) * lines + (line_no - l0), kind="stable")
+        key = start_us - s0  # one array made in place: four temporaries were 190 MB at 5.8 M
+        key *= lines
+        key += line_no
+        key -= l0
+        return np.argsort(key, kind="stable")
     by_line = np.argsort(line_no, kind="stable")
     return by_line[np.argsort(start_us[by_line], kind="stable")]
 
@@ -341,8 +345,8 @@ def reuse_p50_us(trace: cs.Trace, group_of_key: np.ndarray) -> np.ndarray:
     no key of the group was asked twice)."""
     groups = _count(group_of_key)
     gap = cs.since_last(trace)
-    # a key's first request has no gap before it: group -1, left out of the medians
-    group = np.where(gap >= 0, np.asarray(group_of_key, np.int64)[trace.key], -1)
+    group = np.asarray(group_of_key, np.int64)[trace.key]
+    group[gap < 0] = -1  # a key's first request has no gap before it: left out of the medians
     return cs.medians(gap, group, groups)
 
 
