@@ -211,9 +211,11 @@ def _side_by_side(a: pd.DataFrame, b: pd.DataFrame, dims: list[str]) -> pd.DataF
 
 
 def duration_counts(side: Side, by: Sequence[str] | str) -> pd.DataFrame:
-    """queries/duration_counts.sql on one side: the group columns, duration_us, n."""
+    """queries/duration_counts.sql on one side: the group columns (texts as categories, a
+    code per row: a Python string per row was 160 MB of a day's 970,000 counts), duration_us, n."""
     where, params = filter_sql(side.filters)
-    return run_arrow(side.con, query_sql("duration_counts", by), where, params).to_pandas()
+    found = run_arrow(side.con, query_sql("duration_counts", by), where, params)
+    return found.to_pandas(strings_to_categorical=True)
 
 
 def _tests(counts: list[pd.DataFrame], dims: list[str], criteria: Criteria) -> pd.DataFrame:
@@ -245,7 +247,7 @@ def _group_ids(frames: list[pd.DataFrame], dims: list[str]) -> tuple[list[np.nda
     numbers: dict[tuple, int] = {}
     ids = []
     for df in frames:
-        local = df.groupby(dims, dropna=False, sort=False).ngroup().to_numpy()  # numbered as first seen
+        local = df.groupby(dims, dropna=False, sort=False, observed=True).ngroup().to_numpy()  # as first seen
         firsts = df.drop_duplicates(dims)[dims].itertuples(index=False)
         found = [numbers.setdefault(_plain_key(tuple(row)), len(numbers)) for row in firsts]
         ids.append(np.asarray(found, np.int64)[local] if len(df) else np.zeros(0, np.int64))
