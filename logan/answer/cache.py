@@ -318,13 +318,12 @@ def simulate(
     # Summed per group in the tally, not per key then grouped: a key's five sums were five
     # arrays of 39 MB a replay on 4.85 M keys, two replays at once (360 MB of the report's
     # cache section on the 5 GB HAProxy store).
-    codes = None if group_of_key is None else np.ascontiguousarray(group_of_key, np.int64)
-    totals = cs.key_totals(t, codes, groups)  # the same for every TTL and set-up
+    totals = cs.key_totals(t, group_of_key, groups)  # the same for every TTL and set-up
     slots = {m.workers: cs.slots_of(t, m) for m in models}  # the same for every TTL
 
     def one(m: cs.Model) -> pd.DataFrame:
         outcome = cs.replay(t, m, slots[m.workers])
-        frame = pd.DataFrame(cs.per_key(t, outcome, cost, m.revalidate_us, totals, codes, groups))
+        frame = pd.DataFrame(cs.per_key(t, outcome, cost, m.revalidate_us, totals, group_of_key, groups))
         frame.insert(0, "group", np.arange(groups))
         frame.insert(1, "ttl_s", m.ttl_us / 1e6)
         frame.insert(2, "workers", m.workers)
