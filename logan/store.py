@@ -192,10 +192,14 @@ def extra_sets(con: duckdb.DuckDBPyConnection, stored: set[str] | None = None) -
 
 
 def _refresh_view(con: duckdb.DuckDBPyConnection) -> None:
+    """Write the `requests` view anew when the stored columns changed it. Its hash in
+    `logan_meta` and the view change in one transaction: a run killed between the two
+    left a view without the new columns (NULL in every row) that the hash called current."""
     stored = stored_columns(con)
     sql = schema.requests_view_sql(stored, extra_sets(con, stored))
-    if set_meta(con, "requests_view", hashlib.sha256(sql.encode()).hexdigest()):
-        con.execute(sql)
+    with transaction(con):
+        if set_meta(con, "requests_view", hashlib.sha256(sql.encode()).hexdigest()):
+            con.execute(sql)
 
 
 def meta(con: duckdb.DuckDBPyConnection, key: str) -> str | None:
@@ -216,7 +220,16 @@ def ensure_columns(
     con: duckdb.DuckDBPyConnection, columns: Iterable[str], sets: dict[int, list[str]] | None = None
 ) -> None:
     """Add the columns the stored table lacks, canonical, schema.STORED_ONLY or `extra`
-    entries, and the lists of entries `sets` the store lacks (cheap: no row is rewritten)."""
+    entries, and the lists of entries `sets` the store lacks (cheap: no row is rewritten).
+    The columns, the lists and the view over them are one transaction: a run killed among
+    them leaves none of them."""
+    with transaction(con):
+        _ensure_columns(con, columns, sets)
+
+
+def _ensure_columns(
+    con: duckdb.DuckDBPyConnection, columns: Iterable[str], sets: dict[int, list[str]] | None
+) -> None:
     have = stored_columns(con)
     wanted = set(columns) - set(schema.FROM_INGESTS)  # kept in `ingests`, not per row
     missing = [c for c in schema.STORED_TYPES if c in wanted and c not in have]

@@ -418,6 +418,93 @@ def test_killed_runs_lose_nothing_and_count_nothing_twice(tmp_path):
     assert any(0 < k < total for k in progress)  # some kills fell between batches
 
 
+# Runs that die after their k-th statement, for every k until a run finishes: one process
+# imports logan once and forks each run (os._exit: no rollback, no close, no checkpoint,
+# what SIGKILL leaves). Prints each k whose run died; the run of k writes k.duckdb.
+_DIE_AFTER_EACH_STATEMENT = """
+import os, sys
+import logan
+from logan.read.ingest import ingest
+
+folder, log = sys.argv[1], sys.argv[2]
+
+
+class DiesAfter:
+    # The store's connection, ending the process after its k-th statement.
+    def __init__(self, con, k):
+        self._con, self._left = con, k
+
+    def execute(self, *args, **kwargs):
+        out = self._con.execute(*args, **kwargs)
+        self._left -= 1
+        if self._left < 0:
+            os._exit(9)
+        return out
+
+    def __getattr__(self, name):
+        return getattr(self._con, name)
+
+
+k = 0
+while True:
+    pid = os.fork()
+    if pid == 0:
+        st = logan.open(os.path.join(folder, f"{k}.duckdb"))
+        st.con = DiesAfter(st.con, k)
+        ingest([log], store=st, format="combined_D", block_size=1 << 17)
+        st.close()
+        os._exit(0)
+    if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0:
+        break
+    print(k, flush=True)
+    k += 1
+"""
+
+
+def test_a_run_killed_after_any_statement_leaves_what_the_next_run_completes(tmp_path):
+    """Each statement of an ingest is a moment a kill can fall on: after every one in turn,
+    the store holds whole batches only, and the next run leaves exactly the store a run
+    never killed writes, every column of every row (a kill between a new column and the
+    view over it once left every row's path NULL)."""
+    log, stores = tmp_path / "access.log", tmp_path / "killed"
+    total = 3_000  # three batches of 128 KiB
+    log.write_text("".join(line(n) for n in range(total)))
+    quiet(log)
+    stores.mkdir()
+    died = subprocess.run(
+        [sys.executable, "-c", _DIE_AFTER_EACH_STATEMENT, str(stores), str(log)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+        env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},  # no threads in the process that forks
+    ).stdout.split()
+    run([log], tmp_path / "whole.duckdb")
+    whole = _every_column(tmp_path / "whole.duckdb")
+    assert list(whole["path"]) == [f"/r/{n}" for n in range(total)]
+    assert list(whole["duration_us"]) == [1000 + n for n in range(total)]
+    assert len(died) > 40  # every statement up to the last: the batches, the fold, the checkpoint
+    batches = set()
+    for k in died:
+        db = stores / f"{k}.duckdb"
+        batches.add(_store_is_consistent(db))
+        run([log], db)
+        assert _store_is_consistent(db) == total, k
+        got = _every_column(db)
+        if not got.equals(whole):  # (equals: a tenth of the time assert_frame_equal takes)
+            pd.testing.assert_frame_equal(got, whole, obj=f"the store of the run killed after statement {k}")
+    assert len(batches) == 4  # killed with none, one, two and all three batches in
+
+
+def _every_column(db: Path) -> pd.DataFrame:
+    """Every column of `requests`, in line order (which run read a row is not one of them)."""
+    st = logan.open(db, read_only=True)
+    try:
+        return st.sql("SELECT * FROM requests ORDER BY line_no")
+    finally:
+        st.close()
+
+
 def test_a_store_damaged_by_a_torn_write_is_refused_with_what_to_do(tmp_path):
     """What a kill inside DuckDB's in-place metadata write leaves (docs/store.md): a block
     whose checksum no longer matches. The user is told, without a traceback."""
