@@ -6,6 +6,7 @@ Every case runs the real `logan` command in a subprocess, as a user would."""
 from __future__ import annotations
 
 import csv
+import importlib
 import io
 import json
 import os
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from logan.cli import app
+from logan.cli import COMMANDS, app
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "sample_logs"
@@ -133,6 +134,19 @@ def test_every_help_ends_with_an_example_that_runs(tmp_path, command):
         )
     r = logan(command, *[a.replace("sample_logs/", f"{SAMPLES}/") for a in args], cwd=tmp_path)
     assert r.returncode == 0, (args, r.stderr)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_help_says_its_whole_text_wrapped_at_the_terminals_width(command):
+    """The prose of a --help, paragraph by paragraph, filled to the terminal's width: no
+    line cut short where the source's docstring broke its lines, no word lost."""
+    doc = getattr(importlib.import_module(f"logan.cli.{command}"), f"{command}_command").__doc__
+    out = "\n".join(line.rstrip() for line in logan(command, "--help", columns=80).stdout.splitlines())
+    prose = out.split("╭")[0].split("Usage:")[1].split("\n", 1)[1]  # between the usage and the panels
+    assert prose.split() == doc.split()
+    for paragraph in prose.strip("\n").split("\n\n"):
+        lines = paragraph.splitlines()
+        assert all(len(line) >= 55 for line in lines[:-1]), lines
 
 
 # --- A wrong format is said, not read as rejects -------------------------------------------------

@@ -9,6 +9,7 @@ input logan cannot read, 3 done in part (some input skipped or rejected past the
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import sys
 from collections.abc import Iterator, Mapping
@@ -38,7 +39,15 @@ def _command(name: str) -> typer._click.Command:
     one.command(name, epilog=module.EXAMPLES)(getattr(module, f"{name}_command"))
     command = typer.main.get_command(one)
     command.name = name
+    command.help = _reflowed(command.help or "")
     return command
+
+
+def _reflowed(doc: str) -> str:
+    """A docstring's paragraphs each on one line, for the terminal to wrap: typer's help
+    keeps the source's line breaks, and where they fall short of the terminal's width
+    a paragraph shows ragged, a word or two on a line of its own."""
+    return "\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(doc).split("\n\n"))
 
 
 class _Commands(Mapping):
