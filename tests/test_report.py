@@ -236,6 +236,26 @@ def test_a_day_without_requests_is_a_report_that_says_so(con):
     assert not any(s.tables for s in report.sections if s.key not in ("headline", "health"))
 
 
+def test_a_day_without_requests_names_the_days_the_store_holds(con, rows):
+    """A log of last month reported on yesterday: the headline says which local days the
+    store's requests are of, and how to report on the last."""
+    local = rows["ts_start"].dt.tz_localize("UTC").dt.tz_convert(TZ).dt.date
+    report = rp.build_report(con, rp.day_period(DAY + timedelta(days=30), TZ), rp.ReportOptions(charts=False))
+    days = f"{local.min()} to {local.max()}"
+    assert (
+        report.section("headline").verdict
+        == f"no requests; the store's are of {days} (--day latest reports on the last)"
+    )
+    assert report.subject().endswith(days + " (--day latest reports on the last)")
+    untimed = open_store(None)  # a request without a start time is on no day
+    try:
+        append_requests(untimed.con, pd.DataFrame({"ts_start": [pd.NaT], "path": ["/a"]}))
+        report = rp.build_report(untimed.con, rp.day_period(DAY, TZ), rp.ReportOptions(charts=False))
+        assert report.section("headline").verdict == "no requests"
+    finally:
+        untimed.close()
+
+
 def test_slower_names_the_endpoint_made_slower_against_the_day_before():
     rng = np.random.default_rng(3)
     frames = []

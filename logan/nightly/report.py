@@ -140,6 +140,8 @@ def headline_section(con: duckdb.DuckDBPyConnection, period: Period, options: Re
         for k, name, kind, worse in HEADLINE
     ]
     section = Section("headline", "The day in figures", headline_verdict(figures), figures)
+    if not now["requests"]:
+        section.verdict += days_held(con, period)
     breaches = [f"{f.name} over its SLO" for f in figures if f.key in options.slos and over(f, options)]
     if breaches:
         section.verdict += ", " + ", ".join(breaches)
@@ -150,6 +152,21 @@ def headline_section(con: duckdb.DuckDBPyConnection, period: Period, options: Re
         section.chart = charts.day_chart(this, before, period.start, week.start, period.hours, period.tz)
         section.chart_alt = "requests and p95 per hour, against the same weekday a week before"
     return section
+
+
+def days_held(con: duckdb.DuckDBPyConnection, period: Period) -> str:
+    """When the day has no requests, which days the store's are of and how to report on
+    the last: a log of last month reported on yesterday, or logs that stopped coming."""
+    span = st.view(con, "span").iloc[0]
+    if not span["requests"]:
+        return ""
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    first, last = (
+        (epoch + timedelta(microseconds=int(us))).astimezone(zone(period.tz)).date()
+        for us in (span["first_us"], span["last_us"])
+    )
+    days = first.isoformat() if first == last else f"{first} to {last}"
+    return f"; the store's are of {days} (--day latest reports on the last)"
 
 
 def over(f: Figure, options: ReportOptions) -> bool:
