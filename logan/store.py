@@ -192,14 +192,27 @@ def extra_sets(con: duckdb.DuckDBPyConnection, stored: set[str] | None = None) -
 
 
 def _refresh_view(con: duckdb.DuckDBPyConnection) -> None:
-    """Write the `requests` view anew when the stored columns changed it. Its hash in
-    `logan_meta` and the view change in one transaction: a run killed between the two
-    left a view without the new columns (NULL in every row) that the hash called current."""
+    """Write the `requests` view anew unless the one in the store is today's for the
+    stored columns. `logan_meta` keeps a hash of the view's text and of the view as DuckDB
+    holds it, both written with the view in one transaction: a run killed between the
+    two by an older logan left a view without the new columns (NULL in every row) that a
+    hash of the text alone called current; the hash of what DuckDB holds sees it."""
     stored = stored_columns(con)
     sql = schema.requests_view_sql(stored, extra_sets(con, stored))
     with transaction(con):
-        if set_meta(con, "requests_view", hashlib.sha256(sql.encode()).hexdigest()):
+        if meta(con, VIEW_HASH) != _view_hash(con, sql):
             con.execute(sql)
+            set_meta(con, VIEW_HASH, _view_hash(con, sql))
+
+
+# logan_meta: _view_hash of the `requests` view.
+VIEW_HASH = "requests_view"
+
+
+def _view_hash(con: duckdb.DuckDBPyConnection, sql: str) -> str:
+    """sha256 of the view's text and of the `requests` view as DuckDB holds it."""
+    held = con.execute("SELECT sql FROM duckdb_views() WHERE view_name = 'requests' AND schema_name = 'main'")
+    return hashlib.sha256(f"{sql}\0{held.fetchall()}".encode()).hexdigest()
 
 
 def meta(con: duckdb.DuckDBPyConnection, key: str) -> str | None:

@@ -20,6 +20,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pandas as pd
 import pytest
@@ -503,6 +504,31 @@ def _every_column(db: Path) -> pd.DataFrame:
         return st.sql("SELECT * FROM requests ORDER BY line_no")
     finally:
         st.close()
+
+
+def test_a_stale_view_left_by_an_older_logan_is_written_anew_at_the_next_open(tmp_path):
+    """What a kill between a new column and its view left with logan 0.x: the `requests`
+    view without `path` over a table that stores it, and logan_meta's hash of the right
+    view. The next open that may write puts today's view back."""
+    log, db = tmp_path / "access.log", tmp_path / "s.duckdb"
+    log.write_text("".join(line(n) for n in range(100)))
+    run([log], db)
+    con = duckdb.connect(str(db))
+    stored = {
+        r[0]
+        for r in con.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE table_name = 'requests_data'"
+        ).fetchall()
+    }
+    con.execute(schema.requests_view_sql(stored - {"path"}))
+    con.close()
+    st = logan.open(db, read_only=True)
+    try:  # as the older logan left it
+        assert st.sql("SELECT count(path) AS n FROM requests")["n"][0] == 0
+    finally:
+        st.close()
+    logan.open(db).close()
+    assert numbers(db) == list(range(100))
 
 
 def test_a_store_damaged_by_a_torn_write_is_refused_with_what_to_do(tmp_path):
