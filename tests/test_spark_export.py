@@ -78,6 +78,23 @@ def test_a_second_run_writes_only_new_and_grown_days(tmp_path):
     assert got.line_no.tolist() == list(range(1, 63))  # every row once: a rewritten day did not add to itself
 
 
+def test_a_day_an_export_was_killed_writing_is_written_again(tmp_path):
+    """A day's file cut short as a killed export leaves it (Parquet's footer is written
+    last): the next run writes that day again and keeps the others as they were."""
+    out = tmp_path / "out"
+    d1, d2 = datetime(2024, 5, 1), datetime(2024, 5, 2)
+    with open_store(tmp_path / "s.duckdb") as store:
+        store.append(pd.concat([rows(d1, 30, 1), rows(d2, 20, 31)]))
+        export(store.con, out)
+        (cut,) = (out / "requests" / "day=2024-05-02").iterdir()
+        cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
+        day1_files = {p: p.stat().st_mtime_ns for p in (out / "requests" / "day=2024-05-01").iterdir()}
+        again = export(store.con, out)
+    assert again.written["requests"] == ["2024-05-02"] and again.kept["requests"] == ["2024-05-01"]
+    assert {p: p.stat().st_mtime_ns for p in (out / "requests" / "day=2024-05-01").iterdir()} == day1_files
+    assert read_back(out, "requests").line_no.tolist() == list(range(1, 51))
+
+
 def test_export_command_and_its_example(tmp_path):
     db = tmp_path / "puppet.duckdb"
     assert logan("ingest", str(SAMPLES / "puppet_access.log"), "--db", str(db)).returncode == 0

@@ -81,14 +81,19 @@ def _export_by_day(
 
 
 def _folder_counts(con: duckdb.DuckDBPyConnection, folder: Path) -> dict[str, int]:
-    """Rows per day already under `folder` (read from the Parquet footers)."""
+    """Rows per day already under `folder` (read from the Parquet footers). A day with a
+    file that has no footer (an export killed while it wrote the day) is left out: it is
+    written again, where reading it failed every later run."""
     counts = {}
     for day_dir in sorted(folder.glob("day=*")) if folder.is_dir() else []:
         files = sorted(str(f) for f in day_dir.glob("*.parquet"))
         if files:
-            counts[day_dir.name.removeprefix("day=")] = con.execute(
-                "SELECT count(*) FROM read_parquet(?)", [files]
-            ).fetchall()[0][0]
+            try:
+                counts[day_dir.name.removeprefix("day=")] = con.execute(
+                    "SELECT count(*) FROM read_parquet(?)", [files]
+                ).fetchall()[0][0]
+            except duckdb.InvalidInputException:
+                continue
     return counts
 
 
