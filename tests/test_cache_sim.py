@@ -11,6 +11,7 @@ import sys
 from collections import OrderedDict
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from logan.answer import cache_sim as cs
@@ -307,6 +308,50 @@ def test_what_no_cache_would_answer_is_left_out_with_its_reason(tmp_path):
         5000,
     )
     assert a.headline.startswith("Caching /a for 10 s would have answered 50% of its requests")
+
+
+def test_the_top_groups_are_the_first_of_every_group_ranked(tmp_path):
+    """--top k shows the first k groups of a ranking of all of them by pandas: most saved by
+    one shared cache at any TTL, then most requests, then by name (ties on both are the
+    rule here); the totals are the sums of every group's rows."""
+    import logan as api
+
+    rng = np.random.default_rng(5)
+    lines = []
+    for i in range(60):  # each key asked 1-3 times, 2 s apart, each answer 500 or 3000 us
+        asked, took = int(rng.integers(1, 4)), int(rng.choice([500, 3000]))
+        for j in range(asked):
+            at = i * 7 + 2 * j  # seconds after 13:00:00
+            request = f'"GET /k{i:02d} HTTP/1.1" 200 5 "-" {took}'
+            lines.append(
+                (at, f"10.0.0.{i % 5} - - [10/Oct/2024:13:{at // 60:02d}:{at % 60:02d} +0000] {request}\n")
+            )
+    log = tmp_path / "keys.log"
+    log.write_text("".join(text for _, text in sorted(lines)))
+    options = dict(by="url", ttl=["1s", "60s"], hit_cost="0ms", workers=2)
+    with api.open(None) as store:
+        api.ingest([str(log)], store, format='%h %l %u %t "%r" %>s %b "%{Cookie}i" %D')
+        every = api.cache(store.con, top=0, **options)
+        tops = {k: api.cache(store.con, top=k, **options).table for k in (1, 5, 7, 20)}
+    t = every.table
+    shared = t[t["workers"] == 1]
+    ranking = (
+        shared.groupby("key")
+        .agg(best=("saved_us", "max"), n=("requests", "max"))
+        .reset_index()
+        .sort_values(["best", "n", "key"], ascending=[False, False, True])["key"]
+        .tolist()
+    )
+    assert len(ranking) == 60 and list(dict.fromkeys(t["key"])) == ranking
+    assert shared.duplicated(["saved_us", "requests", "ttl_s"]).sum() > 20  # ties in both are many
+    for k, table in tops.items():
+        assert list(dict.fromkeys(table["key"])) == ranking[:k], k
+        pd.testing.assert_frame_equal(table, t[t["key"].isin(ranking[:k])].reset_index(drop=True))
+    sums = t.groupby(["ttl_s", "workers"])[
+        ["requests", "hits", "backend_requests", "total_us", "saved_us"]
+    ].sum()
+    got = every.totals.set_index(["ttl_s", "workers"])[sums.columns]
+    pd.testing.assert_frame_equal(got.sort_index(), sums.sort_index(), check_dtype=False)
 
 
 @pytest.mark.parametrize(
