@@ -437,7 +437,7 @@ def _ranked(per_group: pd.DataFrame, top: int | None, groups: int) -> pd.DataFra
     import pandas as pd
 
     workers = per_group["workers"].to_numpy()
-    one = workers == workers.min()
+    one = workers == (workers.min() if len(workers) else 0)  # no rows: no key is cacheable
     group, saved, n_of = (per_group[c].to_numpy() for c in ("group", "saved_us", "requests"))
     if not one.all():
         group, saved, n_of = group[one], saved[one], n_of[one]
