@@ -211,7 +211,10 @@ VIEW_HASH = "requests_view"
 
 def _view_hash(con: duckdb.DuckDBPyConnection, sql: str) -> str:
     """sha256 of the view's text and of the `requests` view as DuckDB holds it."""
-    held = con.execute("SELECT sql FROM duckdb_views() WHERE view_name = 'requests' AND schema_name = 'main'")
+    held = con.execute(
+        "SELECT sql FROM duckdb_views()"
+        " WHERE view_name = 'requests' AND schema_name = 'main' AND NOT temporary"
+    )
     return hashlib.sha256(f"{sql}\0{held.fetchall()}".encode()).hexdigest()
 
 
