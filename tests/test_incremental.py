@@ -423,7 +423,7 @@ def test_killed_runs_lose_nothing_and_count_nothing_twice(tmp_path):
 # imports logan once and forks each run (os._exit: no rollback, no close, no checkpoint,
 # what SIGKILL leaves). Prints each k whose run died; the run of k writes k.duckdb.
 _DIE_AFTER_EACH_STATEMENT = """
-import os, sys
+import os, sys, traceback
 import logan
 from logan.read.ingest import ingest
 
@@ -449,14 +449,21 @@ class DiesAfter:
 k = 0
 while True:
     pid = os.fork()
-    if pid == 0:
-        st = logan.open(os.path.join(folder, f"{k}.duckdb"))
-        st.con = DiesAfter(st.con, k)
-        ingest([log], store=st, format="combined_D", block_size=1 << 17)
-        st.close()
+    if pid == 0:  # the run: it dies (9), finishes (0) or fails (1, never back in this loop)
+        try:
+            st = logan.open(os.path.join(folder, f"{k}.duckdb"))
+            st.con = DiesAfter(st.con, k)
+            ingest([log], store=st, format="combined_D", block_size=1 << 17)
+            st.close()
+        except BaseException:
+            traceback.print_exc()
+            os._exit(1)
         os._exit(0)
-    if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0:
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    if code == 0:
         break
+    if code != 9:
+        sys.exit(f"the run to be killed after statement {k} failed before (exit {code})")
     print(k, flush=True)
     k += 1
 """
@@ -472,14 +479,15 @@ def test_a_run_killed_after_any_statement_leaves_what_the_next_run_completes(tmp
     log.write_text("".join(line(n) for n in range(total)))
     quiet(log)
     stores.mkdir()
-    died = subprocess.run(
+    runs = subprocess.run(
         [sys.executable, "-c", _DIE_AFTER_EACH_STATEMENT, str(stores), str(log)],
         capture_output=True,
         text=True,
-        check=True,
         timeout=600,
         env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},  # no threads in the process that forks
-    ).stdout.split()
+    )
+    assert runs.returncode == 0, runs.stderr
+    died = runs.stdout.split()
     run([log], tmp_path / "whole.duckdb")
     whole = _every_column(tmp_path / "whole.duckdb")
     assert list(whole["path"]) == [f"/r/{n}" for n in range(total)]
