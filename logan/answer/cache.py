@@ -503,19 +503,11 @@ def _totals(per_group: pd.DataFrame) -> pd.DataFrame:
     """The sums of all groups per TTL and workers. simulate's rows come in runs of one TTL
     and set-up, summed run by run (reduceat) and then per TTL and workers: a groupby of
     every row took 150 MB of 4.85 M keys (--by url)."""
-    if per_group.empty:
-        return _totals_of(per_group[["ttl_s", "workers", *_SUMS]])
     ttl, workers = per_group["ttl_s"].to_numpy(), per_group["workers"].to_numpy()
-    starts = np.flatnonzero(np.r_[True, (ttl[1:] != ttl[:-1]) | (workers[1:] != workers[:-1])])
-    runs = per_group.iloc[starts][["ttl_s", "workers"]].reset_index(drop=True)
+    starts = np.flatnonzero(np.r_[len(ttl) > 0, (ttl[1:] != ttl[:-1]) | (workers[1:] != workers[:-1])])
+    runs = per_group.iloc[starts][["ttl_s", "workers"]].reset_index(drop=True)  # no rows: no runs
     for c in _SUMS:
-        runs[c] = np.add.reduceat(per_group[c].to_numpy(), starts)
-    return _totals_of(runs)
-
-
-def _totals_of(runs: pd.DataFrame) -> pd.DataFrame:
-    """`runs` (sums of _SUMS per TTL and workers, a TTL and set-up in one row or more)
-    summed per TTL and workers, with the hit ratio and the share of time saved."""
+        runs[c] = np.add.reduceat(per_group[c].to_numpy(), starts) if len(starts) else []
     t = runs.groupby(["ttl_s", "workers"])[_SUMS].sum().reset_index()
     t["hit_ratio"] = t["hits"] / t["requests"].where(t["requests"] > 0)
     t["saved_share"] = t["saved_us"] / t["total_us"].where(t["total_us"] > 0)
