@@ -408,9 +408,10 @@ def test_killed_runs_lose_nothing_and_count_nothing_twice(tmp_path):
             proc.send_signal(signal.SIGKILL)
             kills += 1
         proc.wait()
-        if db.exists():
-            progress.append(_store_is_consistent(db))
-        if progress and progress[-1] == total:  # all read: start over to kill more runs
+        if not db.exists():  # killed before it made the store
+            continue
+        progress.append(_store_is_consistent(db))
+        if progress[-1] == total:  # all read: start over to kill more runs
             db.unlink()
             Path(f"{db}.wal").unlink(missing_ok=True)
     subprocess.run([sys.executable, "-c", _INGEST, str(db), str(log)], check=True, timeout=120)
