@@ -123,6 +123,14 @@ def test_detect_profile() -> None:
         ("/s/a-b", "/s/a-b", "s"),
         ("/d/2024-03-0", "/d/2024-03-0", "d"),
         ("/u/550e8400-e29b-41d4-a716-44665544000", "/u/{slug}", "u"),  # one short: words and dashes
+        # fan-out directories of hashed files, whatever their digits; a date's are not
+        ("/t/x100/a2/a8/6806ed71570139f1656554d94bbb.jpeg", "/t/x100/{hash}/{hash}/{file}.jpeg", "*.jpeg"),
+        ("/t/x100/09/45/6806ed71570139f1656554d94bbb.jpeg", "/t/x100/{hash}/{hash}/{file}.jpeg", "*.jpeg"),
+        ("/objects/ab/cd/ef/0123", "/objects/{hash}/{hash}/{hash}/{id}", "objects"),
+        ("/blog/2015/09/12/title", "/blog/{id}/{id}/{id}/title", "blog"),
+        ("/blog/2015/09/ab/title", "/blog/{id}/{id}/{hash}/title", "blog"),
+        ("/lang/de/about", "/lang/de/about", "lang"),  # alone: a word
+        ("/x/AB/CD", "/x/AB/CD", "x"),  # upper case: words
         ("/", "/", "/"),
         ("*", "*", "*"),
         ("example.com:443", "{other}", "{other}"),

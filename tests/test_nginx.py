@@ -7,6 +7,7 @@ values worked out by hand, and plain Python parsing of the corpus files).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -14,10 +15,12 @@ from pathlib import Path
 import pytest
 
 from logan.errors import FormatError
+from logan.read.classify import ROUTE_PARAM_MIN_VALUES
 from logan.read.compile import compile_format
 from logan.read.dialects import get_dialect, resolve_format
 from logan.read.ingest import ingest as run_ingest
 from logan.read.nginx_conf import format_from_nginx_conf
+from logan.schema import REQUESTS_TABLE
 
 CORPUS = Path(__file__).parents[2] / "shared" / "corpus"
 needs_corpus = pytest.mark.skipif(
@@ -329,11 +332,13 @@ def _sum_us(values: list[str]) -> int:
     return sum(us(v) for v in values if v != "-")
 
 
+GONX = '$remote_addr [$time_local] "$request" $status $request_length $body_bytes_sent $request_time "$t_size" $read_time $gen_time'  # noqa: E501
+
+
 @needs_corpus
 def test_corpus_gonx_thumbs(tmp_path):
     path = CORPUS / "nginx_gonx_thumbs" / "access.log"
-    fmt = '$remote_addr [$time_local] "$request" $status $request_length $body_bytes_sent $request_time "$t_size" $read_time $gen_time'  # noqa: E501
-    s, con = ingest(tmp_path, str(path), fmt)
+    s, con = ingest(tmp_path, str(path), GONX)
     assert (s.lines, s.rows, s.rejects) == (line_count(path), 1000, 0)
     expected = 0
     for line in path.read_text().splitlines():
@@ -343,6 +348,23 @@ def test_corpus_gonx_thumbs(tmp_path):
         "SELECT sum(duration_us), count(*) FILTER (WHERE ts_start < ts_end) FROM requests"
     ).fetchall()
     assert got == [(expected, 1000 - sum(1 for x in path.read_text().splitlines() if " 0.000 " in x))]
+
+
+@needs_corpus
+def test_corpus_gonx_thumbs_are_one_endpoint():
+    # Hashed thumbnails, /t/{size}/{two hex}/{two hex}/{hex}.jpeg: one route a size as
+    # stored (each fan-out directory {hash}, whatever its digits), and one endpoint once the
+    # fold has made the sizes, ROUTE_PARAM_MIN_VALUES or more of them, a parameter.
+    path = CORPUS / "nginx_gonx_thumbs" / "access.log"
+    con = run_ingest([str(path)], format=GONX, dialect="nginx").store.con
+    paths = [line.split('"')[1].split()[1] for line in path.read_text().splitlines()]
+    assert all(re.fullmatch(r"/t/[0-9a-z]+/[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]+\.jpeg", p) for p in paths)
+    by_hand = Counter(f"/t/{p.split('/')[2]}/{{hash}}/{{hash}}/{{file}}.jpeg" for p in paths)
+    stored = con.execute(f"SELECT route, count(*) FROM {REQUESTS_TABLE} GROUP BY route").fetchall()
+    assert Counter(dict(stored)) == by_hand
+    assert len(by_hand) >= ROUTE_PARAM_MIN_VALUES
+    routes = con.execute("SELECT route, count(*) FROM requests GROUP BY route").fetchall()
+    assert routes == [("/t/{name}/{hash}/{hash}/{file}.jpeg", 1000)]
 
 
 @needs_corpus

@@ -119,6 +119,21 @@ def test_random_segments_of_every_shape_give_the_same_template_both_ways():
     assert all(made[m] >= 10 for m in ("date", "id", "hash", "file", "token", "slug"))
 
 
+# Segments on the edges of the fan-out rule: two hex characters, digits, years, and what
+# is one byte off each (upper case, one or three characters, a letter past f).
+FAN_OUT_EDGES = [
+    "a2", "09", "ff", "0f", "AB", "a", "abc", "g1", "2015", "201", "20155", "12", "", "x", "{id}",
+]  # fmt: skip
+
+
+def test_fan_out_directories_give_the_same_template_both_ways():
+    rng = random.Random(5)
+    paths = ["/" + "/".join(rng.choices(FAN_OUT_EDGES, k=rng.randint(1, 6))) for _ in range(6000)]
+    diff, made = differences(paths)
+    assert diff == []
+    assert made["hash"] > 1000 and made["id"] > 1000
+
+
 def corpus_paths(corpus: Path) -> list[str]:
     """The request paths of every log in the corpus (the target of a quoted request line)."""
     out = []

@@ -245,21 +245,54 @@ static int segment(Out *o, const unsigned char *s, Py_ssize_t n) {
     return put(o, s, n);
 }
 
+/* A segment of a path: where it starts and its length; -1 for none (past either end). */
+typedef struct {
+    const unsigned char *s;
+    Py_ssize_t n;
+} Seg;
+
+static int lower_hex_byte(unsigned char c) { return is_digit(c) || (c >= 'a' && c <= 'f'); }
+static int hex2(Seg g) { return g.n == 2 && all_of(g.s, 2, lower_hex_byte); }
+static int digits_of(Seg g, Py_ssize_t n) { return g.n == n && all_of(g.s, n, digit_byte); }
+
+/* classify._fan_out: `cur` is one of two or more segments in a row of two lowercase hex
+ * characters each (a store's fan-out directories: /t/x100/a2/a8/{file}.jpeg), unless it
+ * and the ones before it are the digits after a year (/2015/09/12/). */
+static int fan_out(Seg before2, Seg before, Seg cur, Seg next) {
+    if (!hex2(cur) || !(hex2(before) || hex2(next)))
+        return 0;
+    return !(digits_of(cur, 2) && (digits_of(before, 4) || (digits_of(before, 2) && digits_of(before2, 4))));
+}
+
+/* The segment of s[0, n) that starts at `start` (none past the end). */
+static Seg segment_at(const unsigned char *s, Py_ssize_t n, Py_ssize_t start) {
+    if (start > n)
+        return (Seg){NULL, -1};
+    const unsigned char *slash = memchr(s + start, '/', n - start);
+    return (Seg){s + start, slash ? slash - (s + start) : n - start};
+}
+
 static int route(Out *o, const unsigned char *s, Py_ssize_t n) {
     if (n == 0 || s[0] != '/') {
         if (n == 1 && s[0] == '*')
             return put(o, "*", 1);
         return PUT_LITERAL(o, "{other}");
     }
-    Py_ssize_t start = 0;
-    for (Py_ssize_t i = 0; i <= n; i++) {
-        if (i < n && s[i] != '/')
-            continue;
-        if (segment(o, s + start, i - start) || (i < n && put(o, "/", 1)))
+    /* each segment with the two before it and the one after it, for fan_out */
+    Seg before2 = {NULL, -1}, before = {NULL, -1}, cur = segment_at(s, n, 0);
+    for (;;) {
+        Py_ssize_t end = cur.s - s + cur.n;
+        Seg next = segment_at(s, n, end + 1);
+        if (fan_out(before2, before, cur, next) ? PUT_LITERAL(o, "{hash}") : segment(o, cur.s, cur.n))
             return -1;
-        start = i + 1;
+        if (end == n)
+            return 0;
+        if (put(o, "/", 1))
+            return -1;
+        before2 = before;
+        before = cur;
+        cur = next;
     }
-    return 0;
 }
 
 /* "api", "rest" or v\d+(?:\.\d+)?: a segment the indirector reaches past */

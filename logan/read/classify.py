@@ -17,7 +17,8 @@ Profiles
   hashes or long random tokens become {id}, {uuid}, {date}, {hash}, {token}, and the name
   of a static file (images, css, js, fonts, html, archives...) becomes {file} keeping its
   extension: serving `/img/a.png` and `/img/b.png` is one endpoint, while `/login.php` and
-  `/xmlrpc.php` (dynamic extensions) stay apart. The query string is never part of a route.
+  `/xmlrpc.php` (dynamic extensions) stay apart. Two or more directories in a row of two
+  hex characters (`/t/x100/a2/a8/...`: a store of hashed files fanned out) are {hash} each. The query string is never part of a route.
   The route is prefixed with the vhost when the log has one. `indirector` is the kind of
   static file (`*.png`: what a CDN or cache would take) or else the route's first path
   segment, extended over API prefixes (`api`, `rest`, `v1`...) so that `/api/v1/users/{id}`
@@ -169,6 +170,30 @@ def _segment_case(s: str) -> str:
     )
 
 
+def _fan_out(parts: str, i: str) -> str:
+    """SQL true when segment `i` of the list `parts` is one of two or more in a row of two
+    lowercase hex characters each: the fan-out directories of a store of hashed files
+    (`/t/x100/a2/a8/6806ed71...jpeg`, git's `objects/ab/cdef...`), {hash} each. Taken one at
+    a time they are numbers ({id}) or words, and an endpoint split four ways and more,
+    one route per directory, until the fold. Digits after a year (`/2015/09/12/`) are a
+    date's, not a fan-out. `i` is the lambda's index: DuckDB's is 1-based and Spark's
+    0-based, and so are their subscripts, so `parts[i - 1]` is the segment before on both
+    (past either end: NULL, or on DuckDB the last segment for -1, where the first segment,
+    '' before the leading '/', has already failed the test of its own)."""
+
+    def hex2(s: str) -> str:
+        return f"coalesce(regexp_full_match({s}, '[0-9a-f]{{2}}'), false)"
+
+    def digits(s: str, n: int) -> str:
+        return f"coalesce(regexp_full_match({s}, '[0-9]{{{n}}}'), false)"
+
+    cur, before, before2, after = (f"{parts}[{i}{d}]" for d in ("", " - 1", " - 2", " + 1"))
+    return (
+        f"({hex2(cur)} AND ({hex2(before)} OR {hex2(after)}) AND NOT ({digits(cur, 2)}"
+        f" AND ({digits(before, 4)} OR ({digits(before, 2)} AND {digits(before2, 4)}))))"
+    )
+
+
 def _with_vhost(template: str) -> str:
     return f"CASE WHEN nullif(vhost, '') IS NULL THEN {template} ELSE lower(vhost) || {template} END"
 
@@ -182,9 +207,11 @@ def route_template_sql(path: str = "path") -> str:
     the coalesce its template. Where the template sits in a CASE itself (the route with a
     vhost, the Puppet profile's other paths), compute it in a layer of its own
     (ClassCache.fill_sql)."""
+    # the segments bound to lg_p (a "let"), so that each sees its neighbours (_fan_out)
     segments = (
-        f"list_transform(string_split(CASE WHEN {path} LIKE '/%' THEN {path} END, '/'),"
-        f" lambda lg_s: {_segment_case('lg_s')})"
+        f"list_transform([string_split(CASE WHEN {path} LIKE '/%' THEN {path} END, '/')], lambda lg_p:"
+        f" list_transform(lg_p, lambda lg_s, lg_i: CASE WHEN {_fan_out('lg_p', 'lg_i')} THEN '{{hash}}'"
+        f" ELSE {_segment_case('lg_s')} END))[1]"
     )
     not_a_path = f"CASE WHEN {path} = '*' THEN '*' WHEN {path} IS NULL THEN NULL ELSE '{{other}}' END"
     return f"coalesce(array_to_string({segments}, '/'), {not_a_path})"
