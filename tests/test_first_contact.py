@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from logan.cli import COMMANDS, app
+from logan.show.plots import KINDS
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "sample_logs"
@@ -78,6 +79,11 @@ BAD = [
     (["sql", "--db", "/nonexistent.duckdb", "SELECT 1"], ["/nonexistent.duckdb"]),
     (["sql", "--db", str(PUPPET), "SELECT 1"], ["not a DuckDB file", "not touching it"]),
     (["nosuchcommand"], ["nosuchcommand"]),
+    # a missing argument or option: what it takes, and where to read more
+    (["plot"], ["'kind'", *KINDS, "'logan plot --help'"]),
+    (["sql"], ["'query'", "SQL over requests", "'logan sql --help'"]),
+    (["prune"], ["'--db'", "the store to prune", "'logan prune --help'"]),
+    (["nightly"], ["'--config'", "the logan.toml", "'logan nightly --help'"]),
 ]
 
 

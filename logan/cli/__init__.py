@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 
 import duckdb
 import typer
-from typer._click.exceptions import NoArgsIsHelpError, UsageError
+from typer._click.exceptions import MissingParameter, NoArgsIsHelpError, UsageError
 
 from logan import __version__
 from logan.errors import EXIT_FAILURE, EXIT_USAGE, LoganError, StoreError, interrupted
@@ -135,7 +135,7 @@ def status_of(argv: list[str] | None) -> int:
         print(exc.ctx.get_help() if exc.ctx else "logan --help")
         status = 0
     except UsageError as exc:
-        say_error(exc.format_message())
+        say_error(usage_message(exc))
         status = EXIT_USAGE
     except LoganError as exc:
         say_error(str(exc))
@@ -153,6 +153,16 @@ def status_of(argv: list[str] | None) -> int:
         status = EXIT_FAILURE
     err.file.flush()
     return status if isinstance(status, int) else 0
+
+
+def usage_message(exc: UsageError) -> str:
+    """click's message, and for a missing argument what it takes and where to read more:
+    `logan plot` alone said only "Missing argument 'kind'"."""
+    message = exc.format_message()
+    param, ctx = getattr(exc, "param", None), exc.ctx
+    if isinstance(exc, MissingParameter) and getattr(param, "help", None) and ctx is not None:
+        message = f"{message.rstrip('.')}: {param.help}. See '{ctx.command_path} --help'."
+    return message
 
 
 if __name__ == "__main__":

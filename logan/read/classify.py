@@ -18,12 +18,13 @@ Profiles
   of a static file (images, css, js, fonts, html, archives...) becomes {file} keeping its
   extension: serving `/img/a.png` and `/img/b.png` is one endpoint, while `/login.php` and
   `/xmlrpc.php` (dynamic extensions) stay apart. Two or more directories in a row of two
-  hex characters (`/t/x100/a2/a8/...`: a store of hashed files fanned out) are {hash} each. The query string is never part of a route.
-  The route is prefixed with the vhost when the log has one. `indirector` is the kind of
-  static file (`*.png`: what a CDN or cache would take) or else the route's first path
-  segment, extended over API prefixes (`api`, `rest`, `v1`...) so that `/api/v1/users/{id}`
-  is in `api/v1/users`; the root is `/`. `resource` is the path. After loading,
-  collapse_routes finds parameters that look like words (`/blog/tags/{name}`) across rows.
+  hex characters (`/t/x100/a2/a8/...`: a store of hashed files fanned out) are {hash}
+  each. The query string is never part of a route. The route is prefixed with the vhost
+  when the log has one. `indirector` is the kind of static file (`*.png`: what a CDN or
+  cache would take) or else the route's first path segment, extended over API prefixes
+  (`api`, `rest`, `v1`...) so that `/api/v1/users/{id}` is in `api/v1/users`; the root is
+  `/`. `resource` is the path. After loading, collapse_routes finds parameters that look
+  like words (`/blog/tags/{name}`) across rows.
 """
 
 from __future__ import annotations
