@@ -11,6 +11,7 @@ import pytest
 from logan.read import classify
 from logan.read.classify import (
     CLASSIFIED,
+    ROUTE_PARAM_MIN_VALUES,
     Group,
     Rule,
     Rules,
@@ -214,6 +215,20 @@ def _hashed(con, sizes: range, pairs: range) -> None:  # noqa: ANN001
     """Routes of a thumbnail server: /t/<size>/<hex pair>/{file}.jpeg, with a script beside."""
     paths = [f"/t/x{n}/{p:02x}/{{file}}.jpeg" for n in sizes for p in pairs] + [f"/t/s{n}.php" for n in sizes]
     append_requests(con, pd.DataFrame({"path": paths, "route": paths}))
+
+
+def test_where_words_are_a_parameter_the_placeholders_there_are_too() -> None:
+    # /p/ has ten words before /x: a parameter, and the segments the per-row rules made
+    # {slug}, {id}, {hash}... between the same /p and /x are values of it; a static file,
+    # another suffix, and a place with too few words keep theirs
+    con = open_store(None).con
+    words = [f"/p/w{chr(97 + n)}/x" for n in range(ROUTE_PARAM_MIN_VALUES)]
+    placed = [f"/p/{{{m}}}/x" for m in ("id", "uuid", "date", "hash", "token", "slug")]
+    kept = ["/p/{file}.png", "/p/{id}/y", "/q/{slug}/x", "/q/a/x", "/q/b/x"]
+    paths = words + placed + kept
+    append_requests(con, pd.DataFrame({"path": paths, "route": paths}))
+    collapse_routes(con)
+    assert _templates(con) == {p: "/p/{name}/x" for p in words + placed} | {p: p for p in kept}
 
 
 def _templates(con) -> dict:  # noqa: ANN001

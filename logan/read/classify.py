@@ -299,6 +299,10 @@ def _generic_exprs(template: str | None = None, indirector: str | None = None) -
 # stays. This needs the whole table, so it runs after the rows are in (ingest, reclassify),
 # over the distinct routes only (small).
 ROUTE_PARAM_MIN_VALUES = 10
+# What the per-row rules make of a whole segment: at a place that is a parameter they are
+# values like the words, so one endpoint is not two (`/projects/{slug}/` and
+# `/projects/{name}/`, or `{id}` and `{name}`). A static file's `{file}.png` stays apart.
+SEGMENT_PLACEHOLDERS = ("{id}", "{uuid}", "{date}", "{hash}", "{token}", "{slug}")
 # Never a parameter: the first path segment and the one after API prefixes (/api/v1/users:
 # the endpoint class, as in the indirector), and script names, which are endpoints too.
 _API_PREFIX = r"^[^/]*(?:/(?:api|rest|v\d+(?:\.\d+)?))*$"
@@ -540,10 +544,14 @@ def _collapse_level(con: duckdb.DuckDBPyConnection, k: int, min_values: int, kno
         """,
         [min_values],
     )
+    # where words are wide, a segment the per-row rules made a placeholder is one more
+    # value: `/presentations/{slug}/images/...` beside `/presentations/reveal/images/...`
+    placeholders = ", ".join(map(sql_literal, SEGMENT_PLACEHOLDERS))
     con.execute(
         f"""
         CREATE OR REPLACE TEMP VIEW logan_route_{k} AS
-        SELECT k.cur, {carried.replace("before", "k.before")}CASE WHEN k.literal AND w.prefix IS NOT NULL
+        SELECT k.cur, {carried.replace("before", "k.before")}CASE
+          WHEN (k.literal OR k.value IN ({placeholders})) AND w.prefix IS NOT NULL
           THEN k.prefix || '/{{name}}' || CASE WHEN k.more THEN '/' || k.suffix ELSE '' END
           ELSE k.cur END AS nxt
         FROM logan_route_keyed_{k} AS k
