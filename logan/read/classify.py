@@ -191,7 +191,7 @@ def _fan_out(parts: str, i: str) -> str:
     cur, before, before2, after = (f"{parts}[{i}{d}]" for d in ("", " - 1", " - 2", " + 1"))
     # the length first: most segments fail it. The SQL template of 600,000 paths (the
     # thumbnails' and Apache's), one thread: 0.94-1.34 s so, 1.25-1.68 s without that
-    # test, 0.77-0.83 s before the rule (the C template, what an ingest runs, is unchanged)
+    # test, 0.77-0.83 s before the rule. (An ingest runs the C template when it is built.)
     return (
         f"(strlen({cur}) = 2 AND {hex2(cur)} AND ({hex2(before)} OR {hex2(after)}) AND NOT ({digits(cur, 2)}"
         f" AND ({digits(before, 4)} OR ({digits(before, 2)} AND {digits(before2, 4)}))))"
