@@ -210,6 +210,25 @@ def test_took_is_the_whole_command(tmp_path, log):
     assert took > own + 0.2, (took, own)  # start-up alone is more than that
 
 
+def test_a_reader_that_stops_early_is_not_an_error():
+    """`logan stats FILE | head` under `set -o pipefail`: the answer is written until the
+    reader goes away, then the command exits 0, quietly (click's own answer to a closed
+    pipe was exit 1). The CSV is 170 kB, more than a pipe holds, so the writes that fail
+    come after the first line is read and the pipe closed."""
+    sample = str(Path(__file__).resolve().parent.parent / "sample_logs" / "puppet_access.log")
+    p = subprocess.Popen(
+        ["logan", "stats", sample, "--by", "resource", "--top", "0", "--output", "csv"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert p.stdout is not None and p.stderr is not None
+    first = p.stdout.readline()
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) == 0, err
+    assert b",resource," in first, first  # the header came before the pipe closed
+    assert "Traceback" not in err and "rror" not in err, err
+
+
 # ---- bad input: exit 2, a message, never a traceback -----------------------------------
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"

@@ -142,6 +142,10 @@ def status_of(argv: list[str] | None) -> int:
         status = EXIT_FAILURE if isinstance(exc, StoreError) else EXIT_USAGE
     except KeyboardInterrupt:
         status = 130
+    except SystemExit as exc:  # click's exit 1 when stdout's reader goes away (EPIPE)
+        if not isinstance(exc.__context__, BrokenPipeError):
+            raise
+        status = 0  # `logan stats FILE | head`: the reader has read enough, not an error
     except RuntimeError as exc:  # DuckDB's form of Ctrl-C inside a query (errors.interrupted)
         if not interrupted(exc):
             raise
