@@ -410,3 +410,34 @@ def test_no_progress_bar_inside_an_answer(tmp_path, read_only):
             assert st.con.execute("SELECT current_setting('enable_progress_bar')").fetchall() == [(False,)]
         finally:
             st.close()
+
+
+def test_reclassify_gives_what_an_ingest_with_its_options_gives(tmp_path):
+    """`logan reclassify --db S --profile puppet` on a store read with `--profile generic`
+    holds what a new ingest of the same log with `--profile puppet` holds, row by row; and
+    the two profiles do differ on that log (so the command changed something)."""
+    sample = str(SAMPLES / "puppet_access.log")
+    cols = "line_no, environment, indirector, resource, route, requester"
+
+    def stored(db: Path) -> list:
+        with duckdb.connect(str(db), read_only=True) as con:
+            return con.execute(f"SELECT {cols} FROM requests ORDER BY line_no").fetchall()
+
+    generic, puppet = tmp_path / "generic.duckdb", tmp_path / "puppet.duckdb"
+    ok(logan("ingest", sample, "--db", str(generic), "--profile", "generic"))
+    ok(logan("ingest", sample, "--db", str(puppet), "--profile", "puppet"))
+    before, want = stored(generic), stored(puppet)
+    assert len(before) == len(want) == 20_000
+    assert sum(a != b for a, b in zip(before, want, strict=True)) > 10_000
+    said = ok(logan("reclassify", "--db", str(generic), "--profile", "puppet"))
+    assert stored(generic) == want
+    routes = len({row[4] for row in want if row[4] is not None})
+    assert f"classified 20,000 requests again: {routes:,} routes" in said
+
+
+def test_reclassify_refuses_what_it_cannot_do(tmp_path):
+    assert "no store at" in refused(logan("reclassify", "--db", str(tmp_path / "none.duckdb")))
+    store = tmp_path / "s.duckdb"
+    ok(logan("ingest", str(SAMPLES / "puppet_access.log"), "--db", str(store)))
+    assert "--profile 'bogus'" in refused(logan("reclassify", "--db", str(store), "--profile", "bogus"))
+    assert "--profile none" in refused(logan("reclassify", "--db", str(store), "--profile", "none"))

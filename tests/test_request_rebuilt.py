@@ -173,3 +173,28 @@ def test_reclassifying_reads_the_request_line_the_view_shows(tmp_path):
     reclassify(st.con, "generic", rules)
     assert st.con.execute(view).fetchall() == want
     st.close()
+
+
+def test_reclassifying_in_pieces_gives_what_one_piece_gives(tmp_path, monkeypatch):
+    """reclassify classifies a store RECLASSIFY_ROWS rows at a time (so its memory does not
+    grow with the store): in pieces of 777 rows (26 for the 20,000 of the sample), a store
+    read with the generic profile and classified again as Puppet's holds what one piece
+    makes, row by row, and what an ingest with the Puppet profile holds."""
+    from logan.read import classify
+
+    log = str(SAMPLES / "puppet_access.log")
+    view = f"SELECT line_no, {CLASSES} FROM requests ORDER BY line_no"
+    stores = {}
+    for name, profile in (("pieces", "generic"), ("whole", "generic"), ("ingest", "puppet")):
+        db = str(tmp_path / f"{name}.duckdb")
+        ingest.ingest([log], store=db, format="combined_D", profile=profile).store.close()
+        stores[name] = logan.open(db)
+    before = stores["pieces"].con.execute(view).fetchall()
+    reclassify(stores["whole"].con, "puppet")
+    monkeypatch.setattr(classify, "RECLASSIFY_ROWS", 777)
+    reclassify(stores["pieces"].con, "puppet")
+    got = {name: st.con.execute(view).fetchall() for name, st in stores.items()}
+    assert len(got["pieces"]) == 20_000 and got["pieces"] != before
+    assert got["pieces"] == got["whole"] == got["ingest"]
+    for st in stores.values():
+        st.close()

@@ -25,7 +25,7 @@ from logan.show.console import err, say_error
 # Each command's module under logan.cli, of its name, holds `<name>_command` and its
 # EXAMPLES (the epilog of its --help). In the order `logan --help` lists them.
 COMMANDS = (
-    "ingest", "stats", "sql", "prune", "timeline", "incidents", "formats",
+    "ingest", "stats", "sql", "prune", "reclassify", "timeline", "incidents", "formats",
     "report", "mail", "nightly", "compare", "plot", "cache", "export",
 )  # fmt: skip
 _SETTINGS = {"help_option_names": ["-h", "--help"]}

@@ -1059,6 +1059,12 @@ def detect_profile(paths: Sequence[str]) -> str:
     return "puppet" if sample and hits * 2 >= len(sample) else "generic"
 
 
+# The rows reclassify classifies at a time: their new classes are held until they are
+# written, so memory grows with this, not with the store (all of 2.6 M rows at once took
+# 1.6 GB).
+RECLASSIFY_ROWS = 1 << 20
+
+
 def reclassify(
     con: duckdb.DuckDBPyConnection,
     profile: str,
@@ -1080,19 +1086,22 @@ def reclassify(
     # the request line as the view shows it: a rule on it matches as it did at ingest
     made = {"request": f"{schema.request_sql(stored)} AS request"} if "request" in stored else {}
     read = ", ".join(made.get(c, c if c in stored else f"NULL AS {c}") for c in read.split(", "))
-    rel = f"SELECT rowid AS __rowid, {read} FROM {schema.REQUESTS_TABLE}"
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE logan_classified AS SELECT __rowid, "
-        f"{', '.join(CLASSIFIED)} FROM ({classified_sql(rel, profile, rules, trusted_proxies)})"
-    )
     assignments = ", ".join(f"{c} = c.{c}" for c in CLASSIFIED)
     # stored whole now: a flag left true would show the path, the client instead
     assignments += "".join(f", {flag} = false" for _, flag in schema.COPIES.values() if flag in stored)
-    con.execute(
-        f"UPDATE {schema.REQUESTS_TABLE} AS r SET {assignments} FROM logan_classified AS c"
-        " WHERE r.rowid = c.__rowid"
-    )
-    con.execute("DROP TABLE logan_classified")
+    first, last = con.execute(f"SELECT min(rowid), max(rowid) FROM {schema.REQUESTS_TABLE}").fetchall()[0]
+    for start in range(first or 0, (last or -1) + 1, RECLASSIFY_ROWS):
+        rows = f"rowid BETWEEN {start} AND {start + RECLASSIFY_ROWS - 1}"
+        rel = f"SELECT rowid AS __rowid, {read} FROM {schema.REQUESTS_TABLE} WHERE {rows}"
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE logan_classified AS SELECT __rowid, "
+            f"{', '.join(CLASSIFIED)} FROM ({classified_sql(rel, profile, rules, trusted_proxies)})"
+        )
+        con.execute(
+            f"UPDATE {schema.REQUESTS_TABLE} AS r SET {assignments} FROM logan_classified AS c"
+            " WHERE r.rowid = c.__rowid"
+        )
+    con.execute("DROP TABLE IF EXISTS logan_classified")
     # every route is new: learn their templates again (the next fold starts from the first
     # ingest when this one does not finish)
     con.execute("DELETE FROM logan_meta WHERE key IN (?, ?)", [ROUTES_FOLDED, ROUTES_ALONE])
