@@ -21,8 +21,8 @@ EXAMPLES = "Example: logan reclassify --db web.duckdb --profile generic"
 
 # DuckDB's memory while it classifies (classify.reclassify, a piece of the rows at a time):
 # what it caches of the store's blocks and the rows' changes not yet committed; more spills.
-# 10.2 M rows (4 GB of Apache's extended lines): 0.65 GB of peak RSS and 27 s, against
-# 3.5 GB and 25 s without the bound.
+# 10.2 M rows (4 GB of Apache's extended lines): 649 MiB of peak RSS and 28 s, against
+# 3.3 GiB and 26 s without the bound.
 MEMORY_MB = 512
 
 

@@ -1061,7 +1061,7 @@ def detect_profile(paths: Sequence[str]) -> str:
 
 # The rows reclassify classifies at a time: their new classes are held until they are
 # written, so memory grows with this, not with the store (all of 2.6 M rows at once took
-# 1.6 GB).
+# 1.6 GiB).
 RECLASSIFY_ROWS = 1 << 20
 
 
