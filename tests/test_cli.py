@@ -215,9 +215,9 @@ def test_a_reader_that_stops_early_is_not_an_error():
     reader goes away, then the command exits 0, quietly (click's own answer to a closed
     pipe was exit 1). The CSV is 170 kB, more than a pipe holds, so the writes that fail
     come after the first line is read and the pipe closed."""
-    sample = str(Path(__file__).resolve().parent.parent / "sample_logs" / "puppet_access.log")
     p = subprocess.Popen(
-        ["logan", "stats", sample, "--by", "resource", "--top", "0", "--output", "csv"],
+        ["logan", "stats", str(SAMPLES / "puppet_access.log"),
+         "--by", "resource", "--top", "0", "--output", "csv"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
     assert p.stdout is not None and p.stderr is not None
