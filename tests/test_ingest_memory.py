@@ -53,7 +53,7 @@ def test_a_batch_past_the_memory_limit_runs_again_with_more(tmp_path, monkeypatc
     # 8 MB: too little for a batch of 1 MB of lines joined to their classes (classified row
     # by row, as keys this many would be, it fits)
     monkeypatch.setattr(ingest, "_classify_inline", lambda read: False)
-    monkeypatch.setattr(ingest, "INGEST_MEMORY_MB", 8)
+    monkeypatch.setattr(ingest, "BATCH_MEMORY_MB", 8)
     tried = []
     real = ingest._ingest_batch
 
@@ -68,6 +68,33 @@ def test_a_batch_past_the_memory_limit_runs_again_with_more(tmp_path, monkeypatc
     assert len(tried) > len(set(tried)) or len(set(tried)) > 1, tried  # a batch ran again, with more
     assert ingest._mib(tried[0]) < ingest._mib(tried[-1])
     assert ingest._mib(s.limit) > 1000  # the ingest put the store's own limit back
+
+
+def test_batches_have_less_memory_than_the_fold_after_them(tmp_path, monkeypatch):
+    # Batches run under BATCH_MEMORY_MB (two of them in memory beside DuckDB's), the route
+    # fold and the checkpoint after the last under INGEST_MEMORY_MB, and a limit an
+    # ingest had to raise past that stays raised.
+    log = tmp_path / "thumbs.log"
+    unique_paths_log(log, 5_000)
+    limits: dict[str, list[int]] = {"batch": [], "fold": []}
+
+    def under(what, real):
+        def run(st_or_con, *a):
+            con = getattr(st_or_con, "con", st_or_con)
+            limits[what].append(ingest._limit_mb(con))
+            return real(st_or_con, *a)
+
+        return run
+
+    monkeypatch.setattr(ingest, "_ingest_batch", under("batch", ingest._ingest_batch))
+    monkeypatch.setattr(ingest, "fold_new_routes", under("fold", ingest.fold_new_routes))
+    read(tmp_path, log, "limits")
+    batch, fold = ingest.BATCH_MEMORY_MB, ingest.INGEST_MEMORY_MB
+    assert batch < fold and set(limits["batch"]) == {batch} and limits["fold"] == [fold]
+    monkeypatch.setattr(ingest, "INGEST_MEMORY_MB", batch // 2)  # below the batches': kept
+    limits = {"batch": [], "fold": []}
+    read(tmp_path, log, "raised")
+    assert set(limits["batch"]) == {batch} and limits["fold"] == [batch]
 
 
 def repeated_paths_log(path, lines: int, repeat: int) -> None:

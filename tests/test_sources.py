@@ -426,6 +426,27 @@ def test_blocks_of_many_short_lines_are_read_smaller(monkeypatch):
     assert sum(b.nbytes for b in got) == len(data)
 
 
+def test_blocks_of_long_lines_are_read_larger_to_make_batches_of_two_row_groups(monkeypatch):
+    # A block that, with the lines held from the one before, makes fewer than two row groups
+    # leaves batches of one (DuckDB writes those on one thread): the next blocks are read
+    # larger, up to twice the size asked, for two row groups and a sixteenth.
+    monkeypatch.setattr(sources, "ROW_GROUP", 32)
+    lines = [b"%099d" % i for i in range(1, 1001)]  # 100 bytes a line and its newline
+    data = b"\n".join(lines) + b"\n"
+    got = list(sources._blocks(io.BytesIO(data), 4_000))  # 40 lines: 1.25 row groups
+    sizes = [b.lines for b in got]
+    # 32 whole and 8 held; then blocks of 64 + 2 - held lines: 58, so 64 whole and 2 held,
+    # then 64 (6,400 bytes), so 64 whole and 2 held again, to the 8 lines left at the end
+    assert sizes == [32] + [64] * 15 + [8], sizes
+    assert [b.nbytes for b in got][:3] == [4_000, 5_800, 6_400]
+    assert [t for b in got for t in b.table.column("line").to_pylist()] == [ln.decode() for ln in lines]
+    assert [n for b in got for n in b.table.column("line_no").to_pylist()] == list(range(1, 1001))
+    assert sum(b.nbytes for b in got) == len(data)
+    # Where two row groups do not fit in twice the block, blocks stay the size asked.
+    small = [b.lines for b in sources._blocks(io.BytesIO(data), 3_000)]  # 30 lines
+    assert max(small) <= 32 and sum(small) == 1000, small
+
+
 def test_lines_held_back_are_copied_out_of_their_block(monkeypatch):
     # A batch points into its own block and a copy of the lines held back from the block
     # before (under a row group), never into that block, which is free once its batch is.
@@ -434,7 +455,8 @@ def test_lines_held_back_are_copied_out_of_their_block(monkeypatch):
     data = b"\n".join(lines) + b"\n"
     got = list(sources._blocks(io.BytesIO(data), 1_500))  # 15 lines: one row group and a half
     sizes = [b.lines for b in got]
-    assert sizes[:3] == [10, 20, 10] and sum(sizes) == 300, sizes
+    # 10 whole, 5 held; 5 and 15 whole; then blocks of 20 lines (test_blocks_of_long_lines_...)
+    assert sizes[:4] == [10, 20, 20, 20] and sum(sizes) == 300, sizes
     assert [t for b in got for t in b.table.column("line").to_pylist()] == [ln.decode() for ln in lines]
     assert [n for b in got for n in b.table.column("line_no").to_pylist()] == list(range(1, 301))
     assert sum(b.nbytes for b in got) == len(data)

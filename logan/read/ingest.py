@@ -57,6 +57,11 @@ from logan.store import DISABLED_OPTIMIZERS, Store, filter_pushdown, open_store,
 # same speed as without a limit on a 5 GB log), small enough that RSS stays flat (the
 # classifier works on a batch's distinct request lines, not on the batch).
 INGEST_MEMORY_MB = 256
+# ... and while batches are read: the batches of two row groups of Apache's long "extended"
+# lines (sources.BATCH_GROUPS) took the 1 GB log's ingest to 884-938 MiB of peak RSS under
+# 256 MB, to 835-844 MiB under 192 at the same speed. The route fold and the checkpoint
+# after the last batch, with no batch in memory, have INGEST_MEMORY_MB.
+BATCH_MEMORY_MB = 192
 # A batch that does not fit (hundreds of thousands of distinct request lines, each joined
 # to its classes: a log of hashed file names) runs again with twice the limit, up to this.
 INGEST_MEMORY_MAX_MB = 2048
@@ -192,7 +197,7 @@ def ingest(
     if st.path != ":memory:":
         # DuckDB keeps written blocks cached up to 80% of RAM by default: RSS then grows
         # with the input (1.5 GB for a 5 GB log). Written blocks can be read back instead.
-        st.con.execute(f"SET memory_limit = '{INGEST_MEMORY_MB}MB'")
+        st.con.execute(f"SET memory_limit = '{BATCH_MEMORY_MB}MB'")
         _keep_block_memory(st.con)
         # Commits go to the write-ahead log, and the file is checkpointed once, below. Not
         # every commit (checkpoint_threshold '1KB' saved a re-run 0.35 s of syncing the log):
@@ -227,6 +232,8 @@ def ingest(
                 if len(sources) == 1:
                     raise FormatError(f"{src.label}: {exc}") from None
                 summary.skipped.append((src.label, str(exc).splitlines()[0]))
+        if st.path != ":memory:":
+            _at_least(st.con, INGEST_MEMORY_MB)
         if summary.profile in ("puppet", "generic"):
             # Route words that vary a lot under one prefix (/tags/{name}) show only across
             # rows: fold them now that the new rows are in (the Puppet profile gives the
@@ -647,8 +654,8 @@ def _empty_cache_when_useless(con: duckdb.DuckDBPyConnection, c: _Classes) -> No
     lines. Such a log's paths do not repeat (nginx thumbnails of hashed names): the cache
     would hold a row per line, in memory (a temporary table), and every batch's fill joins
     against it; a batch of 490,000 new keys joined to the 200,000 kept ran out of the
-    ingest's 256 MB and doubled it. Emptied, it fills again with the keys of the batches
-    that follow, which a log that repeats its paths meets again.
+    batches' memory limit (256 MB then) and doubled it. Emptied, it fills again with the
+    keys of the batches that follow, which a log that repeats its paths meets again.
 
     Its size is counted from what its fills inserted: a count(*) of the table took 40-50 ms
     and 8,000 page faults a batch once it held a few hundred thousand keys."""
@@ -672,8 +679,7 @@ def _within_memory(st: Store, run: Callable[[], T]) -> T:
         try:
             return run()
         except duckdb.OutOfMemoryException:
-            current = st.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
-            limit = round(_mib(current) * 1.048576) * 2  # in MB, as it was set
+            limit = _limit_mb(st.con) * 2
             if st.path == ":memory:" or limit > INGEST_MEMORY_MAX_MB:
                 raise
             st.con.execute(f"SET memory_limit = '{limit}MB'")
@@ -687,7 +693,19 @@ def _keep_block_memory(con: duckdb.DuckDBPyConnection) -> None:
     faster, for 15-40 MB more peak RSS. Kept for the life of the store's connection: the
     setting cannot be lowered (a store already holding more is left as it is)."""
     with contextlib.suppress(duckdb.InvalidInputException):
-        con.execute(f"SET block_allocator_memory = '{INGEST_MEMORY_MB}MB'")
+        con.execute(f"SET block_allocator_memory = '{BATCH_MEMORY_MB}MB'")
+
+
+def _at_least(con: duckdb.DuckDBPyConnection, mb: int) -> None:
+    """DuckDB's memory limit raised to `mb` (in MB), unless _within_memory raised it higher."""
+    if _limit_mb(con) < mb:
+        con.execute(f"SET memory_limit = '{mb}MB'")
+
+
+def _limit_mb(con: duckdb.DuckDBPyConnection) -> int:
+    """DuckDB's memory limit in MB, as it was set (DuckDB shows it in MiB)."""
+    current = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    return round(_mib(current) * 1.048576)
 
 
 def _mib(setting: str) -> int:
