@@ -507,8 +507,9 @@ BLOCK_LINES = 300_000
 # The row groups a block is read larger for (up to twice the block size asked), so that with
 # the lines handed on from the block before it makes a batch of that many whole row groups:
 # DuckDB inserts a batch of one row group on one thread. Apache's 390-byte "extended" lines,
-# 171,000 a 64 MB block, made batches of one row group and of two in turn, and both took
-# 0.78 s to insert; in batches of two the 1 GB log took 11.6-13.9 s instead of 13.7-17.7 s.
+# 171,000 a 64 MB block, made batches of one row group and of two in turn, which took 0.78
+# and 0.83 s to insert (medians); in batches of two the 1 GB log took 11.6-13.9 s instead
+# of 13.7-17.7 s.
 BATCH_GROUPS = 2
 
 
