@@ -378,6 +378,14 @@ def open_store(path: str | Path | None = None, read_only: bool = False, wait: fl
     return Store(path, read_only=read_only, wait=wait)
 
 
+def open_existing(path: str | Path, read_only: bool = False) -> Store:
+    """Open the store at `path` for a command that reads or changes what it holds: a path
+    with no file is a mistake to say, not a new empty store to make."""
+    if not Path(path).exists():
+        raise LoganError(f"--db: no store at {path}")
+    return open_store(path, read_only=read_only)
+
+
 @contextmanager
 def writing(path: str | Path | None, store: type[Store] = Store) -> Iterator[Store]:
     """A store opened for a command that writes into it, closed afterwards. When the

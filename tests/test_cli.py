@@ -435,8 +435,24 @@ def test_reclassify_gives_what_an_ingest_with_its_options_gives(tmp_path):
     assert f"classified 20,000 requests again: {routes:,} routes" in said
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["reclassify"],
+        ["prune", "--keep", "35d"],
+        ["sql", "SELECT 1"],
+        ["stats"],
+        ["timeline"],
+    ],
+)
+def test_commands_over_a_store_refuse_a_missing_one_and_make_none(tmp_path, args):
+    missing = tmp_path / "none.duckdb"
+    said = refused(logan(*args, "--db", str(missing)))
+    assert f"--db: no store at {missing}" in said
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_reclassify_refuses_what_it_cannot_do(tmp_path):
-    assert "no store at" in refused(logan("reclassify", "--db", str(tmp_path / "none.duckdb")))
     store = tmp_path / "s.duckdb"
     ok(logan("ingest", str(SAMPLES / "puppet_access.log"), "--db", str(store)))
     assert "--profile 'bogus'" in refused(logan("reclassify", "--db", str(store), "--profile", "bogus"))

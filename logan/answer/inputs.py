@@ -19,7 +19,7 @@ from pathlib import Path
 
 from logan.errors import LoganError
 from logan.read.ingest import IngestSummary, ingest
-from logan.store import Store, open_store, writing
+from logan.store import Store, open_existing, writing
 
 # Logs up to this size are read into an in-memory store (fastest); larger ones into a
 # temporary file: a one-shot store in memory takes about 4x the log.
@@ -71,8 +71,6 @@ def requests_of(
     files = list(files or [])
     if not files and db is None:
         raise LoganError("give log FILES, or --db STORE")
-    if db is not None and not files and not Path(db).exists():
-        raise LoganError(f"no store at {db}")
     scratch = None
     one_shot = db is None
     if one_shot and input_bytes(files) > IN_MEMORY_MAX_BYTES:
@@ -80,7 +78,7 @@ def requests_of(
         db = Path(scratch.name) / "answer.duckdb"
     try:
         if not files:  # only read: read-only
-            with open_store(db, read_only=db is not None) as store:
+            with open_existing(db, read_only=True) as store:  # type: ignore[arg-type]
                 yield store
             return
         with writing(db) as store:

@@ -11,7 +11,7 @@ import typer
 
 from logan.errors import LoganError
 from logan.show.console import say
-from logan.store import Store, open_store
+from logan.store import Store, open_existing
 from logan.units import parse_duration
 
 EXAMPLES = "Example: logan prune --db web.duckdb --keep 35d"
@@ -45,10 +45,8 @@ def prune_command(
     """Drop the requests, rejects and events older than --keep from a store."""
     if keep is None:
         raise LoganError("--keep: say how much to keep, e.g. --keep 35d")
-    if not db.exists():
-        raise LoganError(f"--db: no store at {db}")
     before = cutoff(keep)
-    store = open_store(db)
+    store = open_existing(db)
     try:
         prune_and_say(store, keep, before)
     finally:

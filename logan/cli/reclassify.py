@@ -15,7 +15,7 @@ from logan.cli.options import ProfileOpt, RulesOpt, TrustedProxyOpt, read_option
 from logan.errors import LoganError
 from logan.read.classify import reclassify
 from logan.show.console import say
-from logan.store import Store, open_store, transaction, within_memory
+from logan.store import Store, open_existing, transaction, within_memory
 
 EXAMPLES = "Example: logan reclassify --db web.duckdb --profile generic"
 
@@ -35,13 +35,11 @@ def reclassify_command(
     """Classify every request of a store again: indirector, resource, environment, requester
     and route, with these rules and today's route templates. One transaction: a run that
     fails or is stopped leaves the store as it was."""
-    if not db.exists():
-        raise LoganError(f"--db: no store at {db}")
     if profile == "none":
         raise LoganError("--profile none: reclassify takes auto, puppet or generic")
     options = read_options("auto", None, "UTC", profile, rules, trusted_proxy)  # checked first
     t0 = time.perf_counter()
-    store = open_store(db)
+    store = open_existing(db)
     try:
         n = within_memory(store.con, MEMORY_MB, lambda: _again(store, options))
         routes = store.con.execute("SELECT count(DISTINCT route) FROM requests").fetchall()[0][0]

@@ -10,7 +10,7 @@ import typer
 from logan.cli import options as opt
 from logan.errors import LoganError
 from logan.show.writers import write_frame
-from logan.store import open_store
+from logan.store import open_existing
 
 EXAMPLES = 'Example: logan sql --db puppet.duckdb "SELECT status, count(*) FROM requests GROUP BY 1" -o csv'
 
@@ -22,9 +22,7 @@ def sql_command(
     shown: opt.Shown,
 ) -> None:
     """Ad-hoc SQL against a store (read-only)."""
-    if not db.exists():
-        raise LoganError(f"--db: no store at {db}")
-    store = open_store(db, read_only=True)
+    store = open_existing(db, read_only=True)
     try:
         df = store.sql(query)
     except Exception as exc:  # duckdb's own message says what is wrong with the query
