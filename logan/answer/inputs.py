@@ -78,7 +78,8 @@ def requests_of(
         db = Path(scratch.name) / "answer.duckdb"
     try:
         if not files:  # only read: read-only
-            with open_existing(db, read_only=True) as store:  # type: ignore[arg-type]
+            assert db is not None  # given FILES or --db (above)
+            with open_existing(db, read_only=True) as store:
                 yield store
             return
         with writing(db) as store:
