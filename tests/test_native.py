@@ -1122,6 +1122,19 @@ def test_c_dictionary_encoding_is_pyarrows(seed):
 
 
 @needs_c
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 8, 9, 15, 16, 17, 33])
+def test_c_dictionary_encoding_of_fewer_texts_than_it_reads_ahead_is_pyarrows(n):
+    """The C numbering hashes texts ahead of the one it numbers (_split.c's AHEAD, 16):
+    arrays shorter than that, or just longer, are numbered as pyarrow numbers them."""
+    words = ["GET /a HTTP/1.1", "x", "GET /b/" + "c" * 20 + " HTTP/1.1", "x"]
+    texts = pa.array([words[(i * i) % 4] for i in range(n)], pa.string_view())
+    ids, distinct = native.dictionary_encode(texts)
+    expected = texts.dictionary_encode()
+    assert ids.to_pylist() == expected.indices.to_pylist()
+    assert distinct.to_pylist() == expected.dictionary.to_pylist()
+
+
+@needs_c
 def test_an_ingest_does_not_load_pyarrow_compute(tmp_path):
     """Numbering the keys is done without pyarrow.compute, whose import took 0.05-0.15 s of
     every ingest (a re-run of a few appended lines waits for it)."""
