@@ -1,4 +1,4 @@
-"""`logan timeline|incidents|compare|cache --engine spark --data DIR` print what their
+"""`logan timeline|incidents|compare|cache|stats --engine spark --data DIR` print what their
 `--db STORE` forms print, from the Parquet `logan export` wrote of that store.
 
 The commands run in this process (typer's runner), so the whole module shares the one
@@ -28,6 +28,8 @@ COMMANDS = {
     "incidents": ["incidents", "--bucket", "30s"],
     "compare": ["compare", "--a-until", "2013-11-05T19:04", "--b-since", "2013-11-05T19:04", "--by", "route"],
     "cache": ["cache", "--by", "indirector", "--ttl", "1s,60s", "--workers", "4", "--assign", "client"],
+    # percentiles of the shown groups alone (logan.answer.stats.percentile_rows)
+    "stats": ["stats", "--by", "resource", "--top", "5"],
 }
 
 

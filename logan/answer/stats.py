@@ -22,10 +22,12 @@ import duckdb
 from logan.answer.filters import filter_sql, parse_status, parse_time
 from logan.answer.views import (
     DIMENSIONS,
+    EVERY_ROW,
     Records,
     columns_named,
     create_views,
     dimension_columns,
+    order_by,
     ordered,
     query_path,
     query_sql,
@@ -70,6 +72,34 @@ def _with_timer_groups(sql: str) -> str:
     return f"SELECT *, {', '.join(counts)} FROM ({sql}) AS wide"
 
 
+# The sorts that rank groups by a percentile: every group's percentiles are needed to rank
+_PERCENTILE_SORTS = ("p95", "p99")
+# Group columns whose values run to thousands or millions (a node, a file, an address, an
+# agent). Over 4 M rows of the realistic log, the percentiles of the 20 groups shown alone
+# took stats_records 0.77-0.80 s against 4.96 s for every one of 60,775 resources; but over
+# a few groups (`--by indirector`) picking their rows cost more than it saved, 0.70-0.94 s
+# against 0.55-0.64 s.
+_MANY_VALUED = ("resource", "requester", "client", "user_agent")
+
+
+def percentile_rows(dims: list[str], sort: str, keys: Sequence[tuple[str, bool]], top: int | None) -> str:
+    """The rows stats_records works its percentiles out over: those of the `top` groups when
+    it ranks by a column that is no percentile and groups by a many-valued column, else all."""
+    if top and sort not in _PERCENTILE_SORTS and set(dims) & set(_MANY_VALUED):
+        return _rows_of_top_groups(dims, keys, top)
+    return EVERY_ROW
+
+
+def _rows_of_top_groups(dims: list[str], keys: Sequence[tuple[str, bool]], top: int) -> str:
+    """The rows of the `top` groups of queries/by_dimension.sql's per_group by `keys`, the
+    ones the answer shows, for its {percentile_rows}: the others' percentiles would be worked
+    out to be cut. Ranked as `ordered` ranks the answer, groups breaking ties, so they are
+    the same groups; a NULL group (no environment) matches its rows."""
+    on = " AND ".join(f"r.{d} IS NOT DISTINCT FROM t.{d}" for d in dims)
+    top_groups = f"SELECT {', '.join(dims)} FROM per_group ORDER BY {order_by(keys)} LIMIT {int(top)}"
+    return f"SELECT r.* FROM requests AS r JOIN ({top_groups}) AS t ON {on}"
+
+
 def _with_apdex(dims: list[str], table_sql: str, apdex_sql: str) -> str:
     # groups may be NULL (no environment): NULL matches NULL here
     on = " AND ".join(f"t.{d} IS NOT DISTINCT FROM a.{d}" for d in dims)
@@ -107,12 +137,13 @@ def stats_records(
     where, params = filter_sql(
         dict(since=since, until=until, env=env, method=method, status=status, path_glob=path_glob)
     )
-    sql = _with_timer_groups(query_sql("by_dimension", by))
-    if slo_us is not None:
-        sql = _with_apdex(dims, sql, query_sql("apdex", by, slo_us))
     # largest first (a log without times: all NULL, so by requests); ties broken by the
     # groups themselves, so the order never depends on the engine
     keys = [(SORTS[sort], True), ("requests", True), *[(d, False) for d in dims]]
+    rows = percentile_rows(dims, sort, keys, top)
+    sql = _with_timer_groups(query_sql("by_dimension", by, percentile_rows=rows))
+    if slo_us is not None:
+        sql = _with_apdex(dims, sql, query_sql("apdex", by, slo_us))
     sql, limit = ordered(sql, keys, top)
     found = run_records(con, sql, where, [*params, *limit])
     absent = [t for t in TIMERS if not found.rows or not found.rows[0][f"__{t}_groups"]]

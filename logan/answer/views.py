@@ -83,10 +83,20 @@ def query_path(name: str) -> Path:
     return path
 
 
-def query_sql(name: str, by: Sequence[str] | str = (), slo_us: int | None = None) -> str:
-    """The text of queries/<name>.sql with its template slots filled from --by names."""
+# The rows a view's percentiles are worked out over, unless its caller says (its
+# {percentile_rows} slot: queries/by_dimension.sql)
+EVERY_ROW = "SELECT * FROM requests"
+
+
+def query_sql(
+    name: str, by: Sequence[str] | str = (), slo_us: int | None = None, percentile_rows: str = EVERY_ROW
+) -> str:
+    """The text of queries/<name>.sql with its template slots filled from --by names, and
+    `percentile_rows` (SQL over the view's own CTEs, made by logan.answer) in its
+    {percentile_rows} slot."""
     sql = query_path(name).read_text()
     cols = dimension_columns(by) if "{dimensions}" in sql else []
+    sql = sql.replace("{percentile_rows}", percentile_rows)
     sql = with_parts(sql.replace("{dimensions}", ", ".join(cols)), cols)
     if "{slo_us}" in sql:
         if slo_us is None:
@@ -288,10 +298,14 @@ def _tidy(df: pd.DataFrame) -> pd.DataFrame:
 ROWS_BEFORE_TOP = "__rows_before_top"
 
 
+def order_by(keys: Sequence[tuple[str, bool]]) -> str:
+    """An ORDER BY list of (column, descending) keys, NULLs last. The column names come
+    from the whitelists of this module."""
+    return ", ".join(f"{c} {'DESC' if desc else 'ASC'} NULLS LAST" for c, desc in keys)
+
+
 def ordered(sql: str, keys: Sequence[tuple[str, bool]], top: int | None) -> tuple[str, list]:
-    """The rows of `sql` ordered by (column, descending) keys, NULLs last, cut to `top`.
-    The column names come from the whitelists of this module."""
-    order = ", ".join(f"{c} {'DESC' if desc else 'ASC'} NULLS LAST" for c, desc in keys)
+    """The rows of `sql` ordered by (column, descending) keys, NULLs last, cut to `top`."""
     limit, params = (" LIMIT ?", [top]) if top else ("", [])
     counted = f"*, count(*) OVER () AS {ROWS_BEFORE_TOP}"
-    return f"SELECT {counted} FROM (\n{sql}\n) AS ranked ORDER BY {order}{limit}", params
+    return f"SELECT {counted} FROM (\n{sql}\n) AS ranked ORDER BY {order_by(keys)}{limit}", params
