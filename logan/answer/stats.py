@@ -32,6 +32,7 @@ from logan.answer.views import (
     query_path,
     query_sql,
     run_records,
+    same_group,
 )
 from logan.errors import LoganError
 from logan.units import DURATION, format_bytes, format_count, format_us, missing, parse_duration
@@ -95,17 +96,14 @@ def _rows_of_top_groups(dims: list[str], keys: Sequence[tuple[str, bool]], top: 
     ones the answer shows, for its {percentile_rows}: the others' percentiles would be worked
     out to be cut. Ranked as `ordered` ranks the answer, groups breaking ties, so they are
     the same groups; a NULL group (no environment) matches its rows."""
-    on = " AND ".join(f"r.{d} IS NOT DISTINCT FROM t.{d}" for d in dims)
     top_groups = f"SELECT {', '.join(dims)} FROM per_group ORDER BY {order_by(keys)} LIMIT {int(top)}"
-    return f"SELECT r.* FROM requests AS r JOIN ({top_groups}) AS t ON {on}"
+    return f"SELECT r.* FROM requests AS r JOIN ({top_groups}) AS t ON {same_group('r', 't', dims)}"
 
 
 def _with_apdex(dims: list[str], table_sql: str, apdex_sql: str) -> str:
-    # groups may be NULL (no environment): NULL matches NULL here
-    on = " AND ".join(f"t.{d} IS NOT DISTINCT FROM a.{d}" for d in dims)
     return (
         f"SELECT t.*, a.timed_requests, a.slo_share, a.apdex FROM ({table_sql}) AS t "
-        f"LEFT JOIN ({apdex_sql}) AS a ON {on}"
+        f"LEFT JOIN ({apdex_sql}) AS a ON {same_group('t', 'a', dims)}"
     )
 
 

@@ -240,8 +240,14 @@ def with_parts(sql: str, cols: Sequence[str]) -> str:
         .replace("{source}", source)
     )
     sql = sql[: found.start()] + part.strip() + sql[found.end() :]
-    same = " AND ".join(f"p.{c} IS NOT DISTINCT FROM g.{c}" for c in cols) or "TRUE"
+    same = same_group("p", "g", cols)
     return sql.replace("{group_columns}", ", ".join(f"g.{c}" for c in cols)).replace("{same_group}", same)
+
+
+def same_group(left: str, right: str, cols: Sequence[str]) -> str:
+    """That rows `left` and `right` are of one group of `cols` (NULL matching NULL: a group
+    may have no environment); TRUE for no columns, one group."""
+    return " AND ".join(f"{left}.{c} IS NOT DISTINCT FROM {right}.{c}" for c in cols) or "TRUE"
 
 
 # A lookup of one `extra` entry by name in a view's text (queries/cache_requests.sql).
