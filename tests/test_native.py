@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import re
 import subprocess
 from pathlib import Path
@@ -1168,3 +1169,147 @@ def test_keys_keep_their_query_when_classification_reads_it(tmp_path):
     target = compile_format(*resolve_format("$remote_addr $request_uri $status", "nginx"))
     [uri] = rows.key_fields(target, _classification("generic", None, (), "__c"))
     assert rows.query_cut(target, _classification("generic", None, (), "__c"), uri) == "target"
+
+
+# Request lines on the edges of the Puppet profile's parse (classify.PUPPET_PATH and the
+# query's environment): each URL form, prefixes that are almost one, indirections that are
+# not lowercase words, keys with '\r' and '\n' (RE2's '.' takes the one, not the other),
+# environment parameters at the start, after another, empty, repeated, or a suffix of
+# another's name; absolute URIs, lines that are not "A B HTTP/...", long lines.
+PUPPET_LINES = [
+    "GET /production/catalog/node1.example.com?facts_format=pson&environment=dev HTTP/1.1",
+    "GET /puppet/v3/catalog/n1?environment=prod&x=1 HTTP/1.1",
+    "GET /puppet/v3/catalog/n1?x=1&environment=prod HTTP/1.1",
+    "GET /puppet/v3/node/x?xenvironment=1&environment=2 HTTP/1.1",
+    "GET /puppet/v3/node/x?xenvironment=1 HTTP/1.1",
+    "GET /puppet/v3/file_metadatas/modules/a?environment=&links=follow HTTP/1.1",
+    "GET /puppet/v3/file_content/modules/a?a=1&&environment=e2&environment=e3 HTTP/1.1",
+    "GET /puppet/v3/Catalog/n1 HTTP/1.1",
+    "GET /puppet/v3 HTTP/1.1",
+    "GET /puppet/v3/ HTTP/1.1",
+    "GET /puppet/v4/catalog/n HTTP/1.1",
+    "PUT /puppet-ca/v1/certificate_request/n1 HTTP/1.1",
+    "GET /puppet-ca/v1/certificate/ca HTTP/1.1",
+    "GET /production/file_metadata/modules/ntp/ntp.conf?links=manage HTTP/1.0",
+    "GET /production/catalog/ HTTP/1.1",
+    "GET /production/status HTTP/1.1",
+    "GET /Prod_2/report/n%20x HTTP/1.1",
+    "GET /pro-d/catalog/n HTTP/1.1",
+    "GET /production/cat4log/n HTTP/1.1",
+    "GET /production/catalog/a\rb HTTP/1.1",
+    "GET /production/catalog/a\nb HTTP/1.1",
+    "GET /é/catalog/ü HTTP/1.1",
+    "GET http://master:8140/production/catalog/n?environment=x HTTP/1.1",
+    "GET http://master:8140 HTTP/1.1",
+    "GET http://m?environment=x/puppet/v3/node/n HTTP/1.1",
+    "GET /production/catalog/n FTP/1",
+    "GET /production/catalog/n",
+    "-",
+    "GET /puppet/v3/catalog/" + "n" * 300 + "?environment=" + "e" * 200 + " HTTP/1.1",
+    *QUERY_LINES,
+]
+
+
+def parsed_as_sql(lines: list[str | None]) -> list[tuple]:
+    """(prefix, indirection, key, environment) of each request line by the SQL the profile
+    runs without the reader's parts (classify.puppet_parse_sql, _QUERY_ENV), over the path
+    and query derived here in Python as rows.py derives them."""
+    from logan.read import classify
+
+    def target(text: str | None) -> str | None:
+        words = (text or "").split(" ")
+        if len(words) != 3 or not words[2].startswith("HTTP/"):
+            return None
+        t = words[1]
+        if "://" in t and not t.startswith("/"):
+            rest = t[t.index("://") + 3 :]
+            t = rest[rest.find("/") :] if "/" in rest else "/"
+        return t
+
+    paths = [None if t is None else t.split("?")[0] for t in map(target, lines)]
+    queries = [t.split("?", 1)[1] if t and "?" in t else None for t in map(target, lines)]
+    got = (
+        duckdb.connect()
+        .execute(
+            f"SELECT {classify.puppet_parse_sql('path')} AS s, {classify._QUERY_ENV} AS e"
+            " FROM (SELECT unnest(?::VARCHAR[]) AS path, unnest(?::VARCHAR[]) AS query)",
+            [paths, queries],
+        )
+        .fetchall()
+    )
+    return [(None, None, None, e) if s is None else (s["prefix"], s["ind"], s["key"], e) for s, e in got]
+
+
+@needs_c
+def test_puppet_parts_made_in_the_reader_are_the_sql_ones():
+    """native.puppet_parts: the Puppet profile's parse of each request line in C, against
+    the regex and the query's split in SQL, on the edges above and on lines made at random
+    from the pieces a Puppet URL is made of."""
+    rnd = random.Random(7)
+    heads = ["/puppet/v3", "/puppet-ca/v1", "/production", "/Prod_1", "/puppet", "", "/", "http://h:8140"]
+    mids = ["/catalog", "/file_metadatas", "/Node", "/node/", "/_", "", "/v3"]
+    tails = ["/n1.example.com", "/", "/a/b", "", "?environment=e", "?x=1&environment=", "&environment=q",
+             "?environment=a&environment=b", "/k?x=environment=1", "/é", "\r"]  # fmt: skip
+    targets = [f"{rnd.choice(heads)}{rnd.choice(mids)}{''.join(rnd.choices(tails, k=rnd.randint(0, 3)))}"
+               for _ in range(3000)]  # fmt: skip
+    made = [f"GET {t} HTTP/1.1" for t in targets]
+    lines = [*PUPPET_LINES, None, *made]
+    parts = native.puppet_parts(pa.array(lines, pa.string_view()))
+    got = list(zip(*(p.to_pylist() for p in parts), strict=True))
+    want = parsed_as_sql(lines)
+    assert got == want
+    # the edges are reached: every URL form, environments found and not, non-paths
+    assert {g[0] for g in got} >= {"puppet/v3", "puppet-ca/v1", "production", "", None}
+    assert sum(g[3] is not None for g in got) >= 300 and sum(g[1] == "" for g in got) >= 300
+    assert got[PUPPET_LINES.index("GET /puppet/v3/file_content/modules/a?a=1&&environment=e2&environment=e3"
+                                  " HTTP/1.1")][3] == "e2"  # fmt: skip
+
+
+def test_puppet_keys_parsed_in_the_reader_classify_as_sql_does(ingest_text, monkeypatch):
+    """The Puppet profile's keys are whole request lines, parsed in the reader (native.
+    Plan.parts_of): every column of every row equals the SQL split's, which classifies its
+    keys by the regex, and the regex reader's."""
+    # each line thrice: keys a third of the lines, so the batch is classified by its keys
+    # (a batch of more keys than half its lines is classified row by row, by SQL)
+    lines = [r for r in PUPPET_LINES if "\n" not in r] * 3
+    text = "".join(
+        f'10.0.0.{i % 250} - - [10/Oct/2000:13:55:{i % 60:02d} +0000] "{r}" 200 {i}\n'
+        for i, r in enumerate(lines)
+    )
+    plans, keys = [], []
+    real = native.read_batch
+
+    def spy(con, cf, p, batch, **kw):  # noqa: ANN001, ANN003, ANN202
+        plans.append(p)
+        got = real(con, cf, p, batch, **kw)
+        keys.append(got.keys)
+        return got
+
+    found = {}
+    for reader in ("native", "sql", "regex"):
+        with reading_with(monkeypatch, reader):
+            monkeypatch.setattr(native, "read_batch", spy)
+            s, req, rej = ingest_text(text, "common", profile="puppet")
+        if reader == "native" and native.available():  # classified by its keys, not row by row
+            assert keys and all(not native.inline(k.num_rows, len(lines)) for k in keys)
+        found[reader] = req.drop(columns=["source", "ingest_id"], errors="ignore")
+        assert len(req) + len(rej) == text.count("\n")
+    if native.available():
+        assert plans and all(p.parts_of is not None for p in plans)
+        assert keys and all(set(native.PUPPET_PARTS) <= set(k.column_names) for k in keys)
+    assert found["native"].equals(found["sql"]) and found["native"].equals(found["regex"])
+    got = found["native"].drop_duplicates("request").set_index("request")
+    line = "GET /puppet/v3/file_content/modules/a?a=1&&environment=e2&environment=e3 HTTP/1.1"
+    assert got.loc[line, ["environment", "indirector", "resource"]].tolist() == [
+        "e2",
+        "file_content",
+        "modules/a",
+    ]
+    assert got.loc[
+        "GET /production/catalog/node1.example.com?facts_format=pson&environment=dev HTTP/1.1",
+        ["environment", "requester", "route"],
+    ].tolist() == [  # fmt: skip
+        "production",
+        "node1.example.com",
+        "/{environment}/catalog/{node}",
+    ]

@@ -896,6 +896,134 @@ done:
     return made;
 }
 
+/* The view of the `len` bytes at `s`, which lie within the text of view `in` (at `p`): into
+ * the same buffer, or inline. */
+static inline void sub_view(View *out, const View *in, const char *p, const char *s, int32_t len) {
+    int far = in->len > 12;
+    put_view(out, s, len, far ? in->u.ref.buf : 0, far ? in->u.ref.off + (int32_t)(s - p) : 0);
+}
+
+static inline int word_byte(char c) {
+    return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+
+/* The rest of logan/read/classify.py's PUPPET_PATH after its prefix, from `s`:
+ * "/([a-z_]+)(?:/(.*))?$"; the indirection and key (empty when there is none) go to the
+ * bounds given. RE2's '.' is any character but '\n'. */
+static int puppet_tail(const char *s, const char *end, const char **ind, const char **ind_end, const char **key) {
+    if (s >= end || *s != '/')
+        return 0;
+    const char *r = s + 1;
+    while (r < end && ((*r >= 'a' && *r <= 'z') || *r == '_'))
+        r++;
+    if (r == s + 1 || (r < end && (*r != '/' || memchr(r + 1, '\n', (size_t)(end - r - 1)))))
+        return 0;
+    *ind = s + 1, *ind_end = r, *key = r < end ? r + 1 : end;
+    return 1;
+}
+
+/* PUPPET_PATH over the path [t, e): "^/(puppet/v3|puppet-ca/v1|[A-Za-z0-9_]+)/..." with
+ * RE2's leftmost-first choice of alternatives; the prefix's end and the tail's bounds. */
+static int puppet_path(const char *t, const char *e, const char **pre_end, const char **ind, const char **ind_end,
+                       const char **key) {
+    static const char *const fixed[] = {"puppet/v3", "puppet-ca/v1"};
+    if (e - t < 1 || *t != '/')
+        return 0;
+    const char *p = t + 1;
+    for (int k = 0; k < 2; k++) {
+        size_t n = strlen(fixed[k]);
+        if ((size_t)(e - p) >= n && memcmp(p, fixed[k], n) == 0 && puppet_tail(p + n, e, ind, ind_end, key)) {
+            *pre_end = p + n;
+            return 1;
+        }
+    }
+    const char *w = p;
+    while (w < e && word_byte(*w))
+        w++;
+    if (w > p && puppet_tail(w, e, ind, ind_end, key)) {
+        *pre_end = w;
+        return 1;
+    }
+    return 0;
+}
+
+/* The value of the first "environment=" parameter of the query [q, e) (at its start or
+ * after a '&'), up to the next '&': classify.py's _QUERY_ENV; NULL (0) when none or empty. */
+static int query_environment(const char *q, const char *e, const char **v, const char **v_end) {
+    static const char name[] = "environment=";
+    const size_t n = sizeof(name) - 1;
+    for (const char *c = q; c + n <= e; c++) {
+        if ((c == q || c[-1] == '&') && memcmp(c, name, n) == 0) {
+            const char *amp = memchr(c + n, '&', (size_t)(e - c - n));
+            *v = c + n, *v_end = amp ? amp : e;
+            return *v_end > *v;
+        }
+        const char *next = memchr(c, '&', (size_t)(e - c)); /* the next parameter */
+        if (!next)
+            return 0;
+        c = next; /* the loop's c++ steps past the '&' */
+    }
+    return 0;
+}
+
+/* puppet_parts(views, buffers, out, valid, env_valid): what the Puppet profile parses of
+ * each request line, so that the ingest's keys need no regex in SQL: the parts of its
+ * path PUPPET_PATH extracts (prefix, indirection, key: '' each where it does not match;
+ * NULL, a 0 bit in `valid`, when the line has no path as logan/read/rows.py derives it), and
+ * the environment parameter of its query (NULL, a 0 bit in `env_valid`, when none). `out`
+ * gets four views a line, by part: every line's prefix, then every indirection, key and
+ * environment, into the lines' own bytes. */
+static PyObject *puppet_parts(PyObject *self, PyObject *args) {
+    Py_buffer views = {0}, obuf = {0}, vbuf = {0}, ebuf = {0};
+    PyObject *buffers, *result = NULL;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*Ow*w*w*", &views, &buffers, &obuf, &vbuf, &ebuf))
+        return NULL;
+    Py_ssize_t n = views.len / (Py_ssize_t)sizeof(View), bits = (n + 7) / 8;
+    Buffers data = {0};
+    if (obuf.len < 4 * views.len || vbuf.len < bits || ebuf.len < bits) {
+        PyErr_SetString(PyExc_ValueError, "four views out per view in, and a bit a line in each bitmap");
+        goto done;
+    }
+    if (hold_buffers(buffers, &data) < 0)
+        goto done;
+    const View *in = views.buf;
+    View *out = obuf.buf;
+    uint8_t *valid = vbuf.buf, *env_valid = ebuf.buf;
+    memset(out, 0, (size_t)(4 * views.len));
+    memset(valid, 0, (size_t)bits);
+    memset(env_valid, 0, (size_t)bits);
+    Py_BEGIN_ALLOW_THREADS /* the reader thread's */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const char *p = view_data(&in[i], data.bufs), *end = p + in[i].len, *t, *e;
+        if (!three_words(p, end, &t, &e) || !http_after(e, end))
+            continue;
+        const char *from = path_start(t, e), *q = query_start(t, e), *pe = from, *ind, *ind_end, *key, *v, *v_end;
+        if (from) {
+            pe = q ? q : e;
+            if (puppet_path(from, pe, &pe, &ind, &ind_end, &key)) {
+                sub_view(&out[i], &in[i], p, from + 1, (int32_t)(pe - from - 1));
+                sub_view(&out[n + i], &in[i], p, ind, (int32_t)(ind_end - ind));
+                sub_view(&out[2 * n + i], &in[i], p, key, (int32_t)((q ? q : e) - key));
+            }
+        } /* an absolute URI with nothing after its host: the path "/", which does not match */
+        valid[i / 8] |= (uint8_t)(1u << (i % 8));
+        if (q && query_environment(q + 1, e, &v, &v_end)) {
+            sub_view(&out[3 * n + i], &in[i], p, v, (int32_t)(v_end - v));
+            env_valid[i / 8] |= (uint8_t)(1u << (i % 8));
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_NewRef(Py_None);
+done:
+    release_buffers(&data);
+    PyBuffer_Release(&views);
+    PyBuffer_Release(&obuf);
+    PyBuffer_Release(&vbuf);
+    PyBuffer_Release(&ebuf);
+    return result;
+}
+
 /* A text's hash, eight bytes at a time (multiply and shift, as the mixers of MurmurHash3
  * and splitmix64): a batch hashes its 250,000 request lines in a few milliseconds. */
 static inline uint64_t text_hash(const char *p, int32_t len) {
@@ -1024,6 +1152,9 @@ static PyMethodDef methods[] = {
     {"line_views", line_views, METH_VARARGS, "line_views(block) -> the string views of its lines"},
     {"request_paths", request_paths, METH_VARARGS,
      "request_paths(views, buffers, offsets, valid) -> bytes; each request line's path as an Arrow string"},
+    {"puppet_parts", puppet_parts, METH_VARARGS,
+     "puppet_parts(views, buffers, out, valid, env_valid); out gets each request line's Puppet prefix,"
+     " indirection, key (PUPPET_PATH's parts of its path) and query environment, four views by part"},
     {"dictionary_encode", dictionary_encode, METH_VARARGS,
      "dictionary_encode(views, buffers, ids) -> int32 bytes: each distinct text's first index; ids: its number"},
     {"without_query", without_query, METH_VARARGS,

@@ -43,6 +43,7 @@ import duckdb
 from logan import schema
 from logan.errors import LoganError
 from logan.read.convert import sql_str
+from logan.read.native import PUPPET_PARTS
 from logan.store import ensure_columns, meta, set_meta, stored_columns, transaction
 
 PROFILES = ("puppet", "generic")
@@ -853,6 +854,7 @@ def classified_sql(
     keyed: tuple[str, list[str], list[str]] | None = None,
     cache: ClassCache | None = None,
     direct: bool = False,
+    parts: bool = False,
 ) -> str:
     """SELECT every column of `relation` (a subquery without classification columns) plus
     the six classification columns, equal to classification_exprs row by row.
@@ -876,6 +878,7 @@ def classified_sql(
     the keys are classified here as the cache's fill would, and the table is neither read
     nor filled: for keys the C split's reader numbered, joined back on their numbers, where
     the fill and the join on the key texts cost more than classifying every key again.
+    `parts` (with `direct`): the keys carry the reader's Puppet parse (ClassCache.answers_sql).
     """
     rules = load_rules(rules) if rules is not None else Rules()
     what = _what(profile, rules, _QUERY_ENV)
@@ -903,7 +906,7 @@ def classified_sql(
     w_from = f"({w_src})"
     if cache is not None and keyed is not None and not a_cte and direct:
         w_cols = ", ".join(ANSWERS)
-        w_from = f"({cache.answers_sql(w_src)})"
+        w_from = f"({cache.answers_sql(w_src, parts=parts)})"
     elif cache is not None and keyed is not None and not a_cte:
         w_all = ", ".join(f"__k.{c}" for c in [*keys, *carried])
         w_cols = ", ".join(f"__c.{c}" for c in ANSWERS)
@@ -1013,17 +1016,29 @@ class ClassCache:
         classified = self.answers_sql(new, qenv)
         return f"INSERT INTO {self.table} SELECT {', '.join([*keys, *ANSWERS])} FROM ({classified})"
 
-    def answers_sql(self, rows_sql: str, qenv: str = _QUERY_ENV, made: tuple[str, str] | None = None) -> str:
+    def answers_sql(
+        self,
+        rows_sql: str,
+        qenv: str = _QUERY_ENV,
+        made: tuple[str, str] | None = None,
+        parts: bool = False,
+    ) -> str:
         """SELECT *, and the ANSWERS for each row of `rows_sql` (path, vhost, the columns
         rules read, by their own names; `qenv`: the SQL of the Puppet environment over them).
         `made`: the columns of `rows_sql` that hold each row's route template and its
         indirector already (what ROUTE_FUNCTION and INDIRECTOR_FUNCTION make of its path;
-        the generic profile only)."""
+        the generic profile only). `parts`: its rows carry native.PUPPET_PARTS, the
+        Puppet parse of their path and query made in C, which then replace the regex."""
         puppet = self.profile == "puppet"  # its path parsed once, in a layer of its own
+        if puppet and parts:
+            prefix, ind, key, env = PUPPET_PARTS
+            qenv, parse = env, f"struct_pack(prefix := {prefix}, ind := {ind}, key := {key})"
+        else:
+            parse = puppet_parse_sql()
         indirector = "__ind" if self.native else None
         what = _what(self.profile, self.rules, qenv, "__pp" if puppet else None, "__tmpl", indirector)
         answers = ", ".join(f"{what[c]} AS {c}" for c in ANSWERS)
-        parsed = f"SELECT *, {puppet_parse_sql()} AS __pp FROM ({rows_sql})" if puppet else rows_sql
+        parsed = f"SELECT *, {parse} AS __pp FROM ({rows_sql})" if puppet else rows_sql
         # the generic template, in a layer of its own: outside the CASEs that read it (a
         # Puppet path has none: NULL, for nothing); and its indirector in C, in another
         path = "CASE WHEN __pp.ind = '' THEN path END" if puppet else "path"

@@ -376,8 +376,11 @@ def _keyed_plan(
     cut = tuple(rows.query_cut(cf, classification, k) for k in keyed)
     row_query = any(c == "request" and rows.query_as_cut(cf, k) for k, c in zip(keyed, cut, strict=True))
     templates = row_query and classification.templates and rows.cut_from_request(cf, ["path"])
+    # the request lines the Puppet profile's parse reads whole: path and query cut from them
+    parsed = [k for k, c in zip(keyed, cut, strict=True) if c is None and rows.query_as_cut(cf, k)]
+    parts_of = parsed[0] if parsed and classification.parts and rows.cut_from_request(cf, ["path"]) else None
     return dataclasses.replace(
-        plan, keyed=tuple(keyed), cut=cut, row_query=row_query, row_templates=templates
+        plan, keyed=tuple(keyed), cut=cut, row_query=row_query, row_templates=templates, parts_of=parts_of
     )
 
 
@@ -457,7 +460,8 @@ class _Reading:
         if self.plan is None or not self.plan.keyed:
             return None
         p = self.plan
-        return rows.Numbered("__raw_keys", any(c is not None for c in p.cut), p.row_query)
+        cut = any(c is not None for c in p.cut)
+        return rows.Numbered("__raw_keys", cut, p.row_query, parts=p.parts_of is not None)
 
     @functools.cached_property
     def fast_insert(self) -> str:
@@ -615,9 +619,12 @@ def _classification(
         keys,
         cached.create_sql(),
         cached.fill_sql,
-        lambda rel, keyed: classified_sql(rel, profile, bound, trusted, keyed, cached, direct=True),
+        lambda rel, keyed, parts: classified_sql(
+            rel, profile, bound, trusted, keyed, cached, direct=True, parts=parts
+        ),
         lambda rel, made=None: classified_inline_sql(rel, cached, made),
         templates=native and profile == "generic",
+        parts=profile == "puppet",
         unfilled=unfilled,
     )
 

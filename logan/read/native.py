@@ -103,6 +103,10 @@ class Plan:
     # and, where a batch is classified row by row (inline), each line's route template and
     # indirector (ROW_TEMPLATE, ROW_INDIRECTOR) from the path rows.py derives from it
     row_templates: bool = False
+    # the keyed field whose distinct texts are request lines the Puppet profile parses in
+    # the reader (PUPPET_PARTS, beside the keys), where the format derives path and query
+    # from that text as is
+    parts_of: str | None = None
 
     def sql(self, table: str) -> str:
         """The rows of read_batch() registered as `table`, with every field of the format:
@@ -596,6 +600,11 @@ ROW_REBUILT = "__row_rebuilt"
 # row_templates): made in the reader thread, in C, instead of by SQL functions per row.
 ROW_TEMPLATE = "__row_tmpl"
 ROW_INDIRECTOR = "__row_ind"
+# The Puppet profile's parse of each key's request line (Plan.parts_of): the parts of its path
+# classify.PUPPET_PATH extracts, and its query's environment parameter. Made by the reader
+# in C instead of by a regex per key in the INSERT: that regex and the query's split were
+# two thirds of classifying the keys, a third of a Puppet batch's INSERT on one thread.
+PUPPET_PARTS = ("__pp_prefix", "__pp_ind", "__pp_key", "__pp_env")
 # Past this share of a batch's lines as keys, its rows are classified where they are
 # (logan/read/ingest.py: _classify_inline).
 INLINE_KEY_SHARE = 0.5
@@ -666,6 +675,10 @@ def read_batch(
         n = len(distinct[0])  # pa.array() of numpy data would import pandas (0.2 s)
         ids = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(np.arange(n, dtype=np.int32))])
         keys = pa.table({KEY_ID: ids, **dict(zip(p.keyed, distinct, strict=True))})
+        if p.parts_of is not None:
+            parts = puppet_parts(distinct[p.keyed.index(p.parts_of)])
+            for name, part in zip(PUPPET_PARTS, parts, strict=True):
+                keys = keys.append_column(name, part)
     return Read(
         pa.Table.from_batches(raw.to_batches(max_chunksize=scan_rows(raw.num_rows)), raw.schema), keys, kept
     )
@@ -790,6 +803,23 @@ def request_templates(lines: pa.Array, templates: Templates) -> tuple[pa.Array, 
     )
 
 
+def puppet_parts(lines: pa.Array) -> list[pa.Array]:
+    """PUPPET_PARTS of each request line (_split.puppet_parts): the prefix, indirection and
+    key of its path as classify.puppet_parse_sql() extracts them ('' where it does not match,
+    NULL where the line has no path), and its query's environment as classify's _QUERY_ENV
+    (NULL when none), as views into the lines' own bytes."""
+    views, data = _views(lines)
+    n = len(lines)
+    out = bytearray(4 * views.size)
+    valid, env_valid = bytearray((n + 7) // 8), bytearray((n + 7) // 8)
+    _split.puppet_parts(views, data, out, valid, env_valid)
+    _only_valid(valid, _validity(lines))
+    _only_valid(env_valid, _validity(lines))
+    by_part = [memoryview(out)[k * views.size : (k + 1) * views.size] for k in range(4)]
+    bits = [pa.py_buffer(valid)] * 3 + [pa.py_buffer(env_valid)]
+    return [_string_views(n, b, v, data) for b, v in zip(bits, by_part, strict=True)]
+
+
 def _only_valid(bits: bytearray, valid: pa.Buffer | None) -> None:
     """Clear the bits of `bits` where `valid` says NULL: a NULL line makes nothing, whatever
     its view holds."""
@@ -798,7 +828,7 @@ def _only_valid(bits: bytearray, valid: pa.Buffer | None) -> None:
         np.bitwise_and(b, np.frombuffer(valid, np.uint8, len(b)), out=b)
 
 
-def _string_views(n: int, valid: pa.Buffer | None, views: bytearray, data: list) -> pa.Array:
+def _string_views(n: int, valid: pa.Buffer | None, views: bytearray | memoryview, data: list) -> pa.Array:
     return pa.Array.from_buffers(pa.string_view(), n, [valid, pa.py_buffer(views), *data])
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from logan import schema
 from logan.read.compile import CompiledFormat, extra_entry
-from logan.read.native import KEY_ID, ROW_INDIRECTOR, ROW_QUERY, ROW_REBUILT, ROW_TEMPLATE
+from logan.read.native import KEY_ID, PUPPET_PARTS, ROW_INDIRECTOR, ROW_QUERY, ROW_REBUILT, ROW_TEMPLATE
 
 # What classification may read of a row (logan.read.classify: paths, rules, requesters).
 CLASSIFIER_READS = ("path", "query", "vhost", "method", "request", "user_agent", "client", "forwarded_for")
@@ -245,11 +245,15 @@ class Classification:
     keys: tuple[str, ...]
     setup: str | None = None
     fill: Callable[[str], str] | None = None  # its INSERT gives how many keys it added
-    direct: Callable[[str, Keyed], str] | None = None
+    # (its third argument: whether the keys carry native.PUPPET_PARTS, see Numbered)
+    direct: Callable[[str, Keyed, bool], str] | None = None
     inline: Callable[[str, tuple[str, str] | None], str] | None = None
     # its `inline` reads each row's route template and indirector from columns the rows
     # carry, when they do (native.Plan.row_templates)
     templates: bool = False
+    # its `direct` reads the Puppet parse of each key's request line from the columns the
+    # reader made (native.Plan.parts_of), when the keys carry them
+    parts: bool = False
     # the classification columns no row gets a value of its own in (classify.unfilled_columns):
     # not written (stored_columns)
     unfilled: frozenset[str] = frozenset()
@@ -269,6 +273,7 @@ class Numbered:
     cut: bool = False
     query: bool = False  # the rows carry their query as the reader cut it (ROW_QUERY)
     templates: bool = False  # rows classified row by row carry ROW_TEMPLATE, ROW_INDIRECTOR
+    parts: bool = False  # the keys carry the Puppet parse of their request line (PUPPET_PARTS)
 
 
 def insert_sql(
@@ -300,7 +305,8 @@ def insert_sql(
         keyed = (f"SELECT * FROM {KEYS_TABLE}", *keyed[1:])  # made by prepare_sql
     assert not direct or (numbered is not None and keyed is not None)
     by_row = row_query and cut_from_request(cf, schema.REQUEST_PARTS)
-    return _insert(cf, derived, classify, keep, keyed, direct, rebuild, inline, by_row, made, entries)
+    parts = numbered is not None and numbered.parts
+    return _insert(cf, derived, classify, keep, keyed, direct, rebuild, inline, by_row, made, entries, parts)
 
 
 # A batch's keys (its distinct request lines and what follows from them), when the
@@ -359,9 +365,11 @@ def _keyed(
     others = f", {others}" if others else ""
     every = frozenset(f.alias for f in cf.fields)  # no check: a key's row is never stored
     if numbered is not None:
-        rows = f"SELECT 0 AS line_no, '' AS line, {', '.join(fields)}{others}, {KEY_ID} FROM {numbered.rel}"
-        typed = typed_sql(cf, rows, tz, with_reason=False, checked=every, carry=(KEY_ID,))
-        keys_sql, join_on = derived_sql(cf, typed, (KEY_ID,)), [KEY_ID]
+        made = (KEY_ID, *PUPPET_PARTS) if numbered.parts else (KEY_ID,)
+        texts = f"{', '.join(fields)}{others}, {', '.join(made)}"
+        rows = f"SELECT 0 AS line_no, '' AS line, {texts} FROM {numbered.rel}"
+        typed = typed_sql(cf, rows, tz, with_reason=False, checked=every, carry=made)
+        keys_sql, join_on = derived_sql(cf, typed, made), [KEY_ID]
     else:
         texts = f"SELECT DISTINCT {', '.join(fields)} FROM ({raw_sql})"
         distinct = f"SELECT 0 AS line_no, '' AS line, {', '.join(fields)}{others} FROM ({texts})"
@@ -445,9 +453,11 @@ def _insert(
     by_row: bool = False,
     templates: tuple[str, str] | None = None,
     entries: bool = False,
+    parts: bool = False,
 ) -> str:
     """`by_row`: the rows carry ROW_REBUILT (the reader's answer to REBUILT_TEST);
-    `templates`: the columns of each row's route template and indirector, for `inline`."""
+    `templates`: the columns of each row's route template and indirector, for `inline`;
+    `parts`: the keys carry PUPPET_PARTS, for `direct`."""
     unfilled = classify.unfilled if classify is not None else frozenset()
     names = stored_columns(cf, classify is not None, keep, rebuild, unfilled, entries)
     cols = ", ".join(map(schema.quoted, names))
@@ -459,7 +469,7 @@ def _insert(
         source = classify.inline(derived, templates)
     elif direct:
         assert classify.direct is not None and keyed is not None
-        source = classify.direct(derived, keyed)
+        source = classify.direct(derived, keyed, parts)
     else:
         source = classify.sql(derived, keyed)
     flags = _left_to_the_view(names, unfilled)
