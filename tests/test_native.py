@@ -1266,9 +1266,9 @@ def test_puppet_parts_made_in_the_reader_are_the_sql_ones():
 
 
 def test_puppet_keys_parsed_in_the_reader_classify_as_sql_does(ingest_text, monkeypatch):
-    """The Puppet profile's keys are whole request lines, parsed in the reader (native.
-    Plan.parts_of): every column of every row equals the SQL split's, which classifies its
-    keys by the regex, and the regex reader's."""
+    """The Puppet profile's keys are whole request lines, taken apart and parsed in the
+    reader (native.Plan.request_of, puppet): every column of every row equals the SQL
+    split's, which classifies its keys by the regex, and the regex reader's."""
     # each line thrice: keys a third of the lines, so the batch is classified by its keys
     # (a batch of more keys than half its lines is classified row by row, by SQL)
     lines = [r for r in PUPPET_LINES if "\n" not in r] * 3
@@ -1295,8 +1295,9 @@ def test_puppet_keys_parsed_in_the_reader_classify_as_sql_does(ingest_text, monk
         found[reader] = req.drop(columns=["source", "ingest_id"], errors="ignore")
         assert len(req) + len(rej) == text.count("\n")
     if native.available():
-        assert plans and all(p.parts_of is not None for p in plans)
-        assert keys and all(set(native.PUPPET_PARTS) <= set(k.column_names) for k in keys)
+        assert plans and all(p.request_of is not None and p.puppet for p in plans)
+        made = {*native.PUPPET_PARTS, *native.KEY_PARTS, native.KEY_JOINED}
+        assert keys and all(made <= set(k.column_names) for k in keys)
     assert found["native"].equals(found["sql"]) and found["native"].equals(found["regex"])
     got = found["native"].drop_duplicates("request").set_index("request")
     line = "GET /puppet/v3/file_content/modules/a?a=1&&environment=e2&environment=e3 HTTP/1.1"
@@ -1313,3 +1314,26 @@ def test_puppet_keys_parsed_in_the_reader_classify_as_sql_does(ingest_text, monk
         "node1.example.com",
         "/{environment}/catalog/{node}",
     ]
+
+
+@needs_c
+def test_request_parts_made_in_the_reader_are_rows_pys():
+    """native.request_parts: method, path, query, protocol and absolute URI's host of each
+    request line, and whether it is those joined, against rows.py's own SQL over the same
+    lines (the projection an ingest runs when the reader has not taken them apart)."""
+    from logan.read.compile import compile_format
+    from logan.read.dialects import resolve_format
+
+    lines = [*PUPPET_LINES, *QUERY_LINES, None, "GET http://h HTTP/1.1", "GET http:///x?y HTTP/1.1",
+             "GET https://h.example:8443/a/b?c=1 HTTP/2.0", "GET /a?x=1 HTTP/", "GET * HTTP/1.1"]  # fmt: skip
+    parts = native.request_parts(pa.array(lines, pa.string_view()))
+    got = list(zip(*(p.to_pylist() for p in parts), strict=True))
+    cf = compile_format(*resolve_format("%r", "apache"))
+    typed = "SELECT 0 AS line_no, '' AS line, f0 AS request, true AS __ok FROM (SELECT unnest($lines) AS f0)"
+    derived = rows.derived_sql(cf, typed)
+    sql = f"SELECT method, path, query, protocol, vhost, {rows.REBUILT_TEST} FROM ({derived})"
+    params = {"lines": lines, "ingest_id": 1, "source": "s", "dialect": "apache", "format": "%r"}
+    want = duckdb.connect().execute(sql, params).fetchall()
+    assert got == [tuple(w) for w in want]
+    assert sum(g[0] is None for g in got) >= 8 and sum(g[4] is not None for g in got) >= 5
+    assert 10 <= sum(g[5] for g in got) < len(lines) - 10

@@ -1024,6 +1024,74 @@ done:
     return result;
 }
 
+/* request_parts(views, buffers, out, valid, rebuilt): what logan/read/rows.py derives from
+ * each request line, so that the ingest's keys need no split of their lines in SQL. `out`
+ * gets five views a line, by part: every line's method, then every path, query, protocol
+ * and host (of an absolute URI's target: the vhost a log without one takes), each NULL
+ * (a 0 bit in its bitmap of `valid`, five bitmaps one after the other) unless the line is
+ * "A B HTTP/..."; the query is NULL too when the target has none, the host when it is not
+ * absolute. An absolute URI's path is what follows its host, "/" when nothing does.
+ * `rebuilt` gets a bit for each line that is its method, path, query and protocol joined
+ * again (rows.py's REBUILT_TEST): a line "A B HTTP/..." whose target is no absolute URI. */
+static PyObject *request_parts(PyObject *self, PyObject *args) {
+    Py_buffer views = {0}, obuf = {0}, vbuf = {0}, rbuf = {0};
+    PyObject *buffers, *result = NULL;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*Ow*w*w*", &views, &buffers, &obuf, &vbuf, &rbuf))
+        return NULL;
+    Py_ssize_t n = views.len / (Py_ssize_t)sizeof(View), bits = (n + 7) / 8;
+    Buffers data = {0};
+    if (obuf.len < 5 * views.len || vbuf.len < 5 * bits || rbuf.len < bits) {
+        PyErr_SetString(PyExc_ValueError, "five views out per view in, five bitmaps and one of a bit a line");
+        goto done;
+    }
+    if (hold_buffers(buffers, &data) < 0)
+        goto done;
+    const View *in = views.buf;
+    View *out = obuf.buf;
+    uint8_t *valid = vbuf.buf, *rebuilt = rbuf.buf;
+    memset(out, 0, (size_t)(5 * views.len));
+    memset(valid, 0, (size_t)(5 * bits));
+    memset(rebuilt, 0, (size_t)bits);
+    Py_BEGIN_ALLOW_THREADS /* the reader thread's */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const char *p = view_data(&in[i], data.bufs), *end = p + in[i].len, *t, *e;
+        if (!three_words(p, end, &t, &e) || !http_after(e, end))
+            continue;
+        uint8_t bit = (uint8_t)(1u << (i % 8));
+        const char *host = scheme_end(t, e), *from = path_start(t, e), *q = query_start(t, e);
+        sub_view(&out[i], &in[i], p, p, (int32_t)(t - 1 - p));
+        if (from)
+            sub_view(&out[n + i], &in[i], p, from, (int32_t)((q ? q : e) - from));
+        else /* an absolute URI with nothing after its host */
+            put_view(&out[n + i], "/", 1, 0, 0);
+        if (q) {
+            sub_view(&out[2 * n + i], &in[i], p, q + 1, (int32_t)(e - q - 1));
+            valid[2 * bits + i / 8] |= bit;
+        }
+        sub_view(&out[3 * n + i], &in[i], p, e + 1, (int32_t)(end - e - 1));
+        if (host) {
+            const char *slash = memchr(host, '/', (size_t)(e - host));
+            sub_view(&out[4 * n + i], &in[i], p, host, (int32_t)((slash ? slash : e) - host));
+            valid[4 * bits + i / 8] |= bit;
+        } else {
+            rebuilt[i / 8] |= bit;
+        }
+        valid[i / 8] |= bit;
+        valid[bits + i / 8] |= bit;
+        valid[3 * bits + i / 8] |= bit;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_NewRef(Py_None);
+done:
+    release_buffers(&data);
+    PyBuffer_Release(&views);
+    PyBuffer_Release(&obuf);
+    PyBuffer_Release(&vbuf);
+    PyBuffer_Release(&rbuf);
+    return result;
+}
+
 /* A text's hash, eight bytes at a time (multiply and shift, as the mixers of MurmurHash3
  * and splitmix64): a batch hashes its 250,000 request lines in a few milliseconds. */
 static inline uint64_t text_hash(const char *p, int32_t len) {
@@ -1152,6 +1220,10 @@ static PyMethodDef methods[] = {
     {"line_views", line_views, METH_VARARGS, "line_views(block) -> the string views of its lines"},
     {"request_paths", request_paths, METH_VARARGS,
      "request_paths(views, buffers, offsets, valid) -> bytes; each request line's path as an Arrow string"},
+    {"request_parts", request_parts, METH_VARARGS,
+     "request_parts(views, buffers, out, valid, rebuilt); out gets each request line's method, path,"
+     " query, protocol and absolute URI's host, five views by part (valid: five bitmaps); rebuilt: a bit"
+     " for each line that is its parts joined"},
     {"puppet_parts", puppet_parts, METH_VARARGS,
      "puppet_parts(views, buffers, out, valid, env_valid); out gets each request line's Puppet prefix,"
      " indirection, key (PUPPET_PATH's parts of its path) and query environment, four views by part"},

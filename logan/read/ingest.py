@@ -376,12 +376,15 @@ def _keyed_plan(
     cut = tuple(rows.query_cut(cf, classification, k) for k in keyed)
     row_query = any(c == "request" and rows.query_as_cut(cf, k) for k, c in zip(keyed, cut, strict=True))
     templates = row_query and classification.templates and rows.cut_from_request(cf, ["path"])
-    # the request lines the Puppet profile's parse reads whole: path and query cut from them
-    parsed = [k for k, c in zip(keyed, cut, strict=True) if c is None and rows.query_as_cut(cf, k)]
-    parts_of = parsed[0] if parsed and classification.parts and rows.cut_from_request(cf, ["path"]) else None
+    # the request lines the reader takes apart, and the Puppet profile's parse reads whole
+    requests = [(k, c) for k, c in zip(keyed, cut, strict=True) if rows.query_as_cut(cf, k)]
+    request_of = requests[0][0] if requests else None
+    puppet = bool(requests) and requests[0][1] is None and classification.parts
+    puppet = puppet and rows.cut_from_request(cf, ["path"])
     return dataclasses.replace(
-        plan, keyed=tuple(keyed), cut=cut, row_query=row_query, row_templates=templates, parts_of=parts_of
-    )
+        plan, keyed=tuple(keyed), cut=cut, row_query=row_query, row_templates=templates,
+        request_of=request_of, puppet=puppet,
+    )  # fmt: skip
 
 
 @dataclass
@@ -461,7 +464,7 @@ class _Reading:
             return None
         p = self.plan
         cut = any(c is not None for c in p.cut)
-        return rows.Numbered("__raw_keys", cut, p.row_query, parts=p.parts_of is not None)
+        return rows.Numbered("__raw_keys", cut, p.row_query, request=p.request_of is not None, parts=p.puppet)
 
     @functools.cached_property
     def fast_insert(self) -> str:

@@ -13,7 +13,16 @@ from dataclasses import dataclass
 
 from logan import schema
 from logan.read.compile import CompiledFormat, extra_entry
-from logan.read.native import KEY_ID, PUPPET_PARTS, ROW_INDIRECTOR, ROW_QUERY, ROW_REBUILT, ROW_TEMPLATE
+from logan.read.native import (
+    KEY_ID,
+    KEY_JOINED,
+    KEY_PARTS,
+    PUPPET_PARTS,
+    ROW_INDIRECTOR,
+    ROW_QUERY,
+    ROW_REBUILT,
+    ROW_TEMPLATE,
+)
 
 # What classification may read of a row (logan.read.classify: paths, rules, requesters).
 CLASSIFIER_READS = ("path", "query", "vhost", "method", "request", "user_agent", "client", "forwarded_for")
@@ -206,6 +215,8 @@ def derived_sql(cf: CompiledFormat, typed: str, carry: tuple[str, ...] = (), ent
     have = set(cf.typed("UTC")[0])
     if ROW_QUERY in carry:  # each row's query as the C split's reader cut it (row_query)
         out["query"] = ROW_QUERY
+    if KEY_PARTS[0] in carry:  # a key's request line taken apart by the reader (KEY_PARTS)
+        out |= {c: made for c, made in REQUEST_FROM_KEY.items() if c not in have}
     # The filled columns, and NULL for those the classifier reads that the format lacks
     # (carrying 40 NULL columns through the classifier's materialized batch costs memory).
     wanted = set(out) | set(CLASSIFIER_READS)
@@ -225,6 +236,11 @@ def derived_sql(cf: CompiledFormat, typed: str, carry: tuple[str, ...] = (), ent
         uri = _uri("__rq[2]")
         rel = f"SELECT *, {uri['target']} AS __target, {uri['host']} AS __host FROM ({rel})"
     return f"SELECT {', '.join([*cols, *carry])} FROM ({rel})"
+
+
+# The columns _derived_columns cuts from a request line, and the KEY_PARTS that hold them
+# when the reader took a key's line apart: the vhost is an absolute URI's host.
+REQUEST_FROM_KEY = dict(zip(("method", "path", "query", "protocol", "vhost"), KEY_PARTS, strict=True))
 
 
 # (SQL of one row per distinct key, the typed columns to join on, columns to take from it)
@@ -273,6 +289,7 @@ class Numbered:
     cut: bool = False
     query: bool = False  # the rows carry their query as the reader cut it (ROW_QUERY)
     templates: bool = False  # rows classified row by row carry ROW_TEMPLATE, ROW_INDIRECTOR
+    request: bool = False  # the keys carry their request line's parts (KEY_PARTS, KEY_JOINED)
     parts: bool = False  # the keys carry the Puppet parse of their request line (PUPPET_PARTS)
 
 
@@ -365,7 +382,8 @@ def _keyed(
     others = f", {others}" if others else ""
     every = frozenset(f.alias for f in cf.fields)  # no check: a key's row is never stored
     if numbered is not None:
-        made = (KEY_ID, *PUPPET_PARTS) if numbered.parts else (KEY_ID,)
+        made = (KEY_ID, *((*KEY_PARTS, KEY_JOINED) if numbered.request else ()))
+        made += PUPPET_PARTS if numbered.parts else ()
         texts = f"{', '.join(fields)}{others}, {', '.join(made)}"
         rows = f"SELECT 0 AS line_no, '' AS line, {texts} FROM {numbered.rel}"
         typed = typed_sql(cf, rows, tz, with_reason=False, checked=every, carry=made)
@@ -390,7 +408,8 @@ def _keyed(
         # holds the same line and parts: compared once per key, not once per row (an
         # eighth of a HAProxy batch's INSERT). Keys that lost their query have the rows'
         # answer from the reader instead (ROW_REBUILT).
-        keys_sql = f"SELECT *, {REBUILT_TEST} AS {KEY_REBUILT} FROM ({keys_sql})"
+        test = KEY_JOINED if numbered is not None and numbered.request else REBUILT_TEST
+        keys_sql = f"SELECT *, {test} AS {KEY_REBUILT} FROM ({keys_sql})"
         carried.append(KEY_REBUILT)
     return keys_sql, join_on, carried
 
