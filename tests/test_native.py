@@ -1063,6 +1063,20 @@ def test_without_query_cuts_where_the_path_ends(request_line):
         assert 0 < sum(rebuilt.to_pylist()) < len(lines) - 5
 
 
+def request_target(text: str | None) -> str | None:
+    """The target of a request line as rows.py reads it, written out in Python: the second
+    of exactly three words when the third starts with HTTP/, an absolute URI's after its
+    host ("/" when nothing follows it); None for any other line."""
+    words = (text or "").split(" ")
+    if len(words) != 3 or not words[2].startswith("HTTP/"):
+        return None
+    target = words[1]
+    if "://" in target and not target.startswith("/"):
+        rest = target[target.index("://") + 3 :]
+        target = rest[rest.find("/") :] if "/" in rest else "/"
+    return target
+
+
 @needs_c
 def test_templates_made_in_the_reader_are_the_sql_ones():
     """native.request_templates: each request line's path cut in C as rows.py derives it
@@ -1071,14 +1085,8 @@ def test_templates_made_in_the_reader_are_the_sql_ones():
     from logan.read import classify
 
     def path(text: str | None) -> str | None:
-        words = (text or "").split(" ")
-        if len(words) != 3 or not words[2].startswith("HTTP/"):
-            return None
-        target = words[1]
-        if "://" in target and not target.startswith("/"):
-            rest = target[target.index("://") + 3 :]
-            target = rest[rest.find("/") :] if "/" in rest else "/"
-        return target.split("?")[0]
+        target = request_target(text)
+        return None if target is None else target.split("?")[0]
 
     lines = [
         *QUERY_LINES,
@@ -1216,18 +1224,8 @@ def parsed_as_sql(lines: list[str | None]) -> list[tuple]:
     and query derived here in Python as rows.py derives them."""
     from logan.read import classify
 
-    def target(text: str | None) -> str | None:
-        words = (text or "").split(" ")
-        if len(words) != 3 or not words[2].startswith("HTTP/"):
-            return None
-        t = words[1]
-        if "://" in t and not t.startswith("/"):
-            rest = t[t.index("://") + 3 :]
-            t = rest[rest.find("/") :] if "/" in rest else "/"
-        return t
-
-    paths = [None if t is None else t.split("?")[0] for t in map(target, lines)]
-    queries = [t.split("?", 1)[1] if t and "?" in t else None for t in map(target, lines)]
+    paths = [None if t is None else t.split("?")[0] for t in map(request_target, lines)]
+    queries = [t.split("?", 1)[1] if t and "?" in t else None for t in map(request_target, lines)]
     got = (
         duckdb.connect()
         .execute(
@@ -1242,7 +1240,7 @@ def parsed_as_sql(lines: list[str | None]) -> list[tuple]:
 
 @needs_c
 def test_puppet_parts_made_in_the_reader_are_the_sql_ones():
-    """native.puppet_parts: the Puppet profile's parse of each request line in C, against
+    """native.request_parts(puppet=True): the Puppet profile's parse of each request line in C, against
     the regex and the query's split in SQL, on the edges above and on lines made at random
     from the pieces a Puppet URL is made of."""
     rnd = random.Random(7)
@@ -1254,7 +1252,7 @@ def test_puppet_parts_made_in_the_reader_are_the_sql_ones():
                for _ in range(3000)]  # fmt: skip
     made = [f"GET {t} HTTP/1.1" for t in targets]
     lines = [*PUPPET_LINES, None, *made]
-    parts = native.puppet_parts(pa.array(lines, pa.string_view()))
+    parts = native.request_parts(pa.array(lines, pa.string_view()), puppet=True)[6:]
     got = list(zip(*(p.to_pylist() for p in parts), strict=True))
     want = parsed_as_sql(lines)
     assert got == want
@@ -1326,7 +1324,9 @@ def test_request_parts_made_in_the_reader_are_rows_pys():
 
     lines = [*PUPPET_LINES, *QUERY_LINES, None, "GET http://h HTTP/1.1", "GET http:///x?y HTTP/1.1",
              "GET https://h.example:8443/a/b?c=1 HTTP/2.0", "GET /a?x=1 HTTP/", "GET * HTTP/1.1"]  # fmt: skip
+    with_puppet = native.request_parts(pa.array(lines, pa.string_view()), puppet=True)
     parts = native.request_parts(pa.array(lines, pa.string_view()))
+    assert [p.to_pylist() for p in parts] == [p.to_pylist() for p in with_puppet[:6]]
     got = list(zip(*(p.to_pylist() for p in parts), strict=True))
     cf = compile_format(*resolve_format("%r", "apache"))
     typed = "SELECT 0 AS line_no, '' AS line, f0 AS request, true AS __ok FROM (SELECT unnest($lines) AS f0)"

@@ -966,83 +966,33 @@ static int query_environment(const char *q, const char *e, const char **v, const
     return 0;
 }
 
-/* puppet_parts(views, buffers, out, valid, env_valid): what the Puppet profile parses of
- * each request line, so that the ingest's keys need no regex in SQL: the parts of its
- * path PUPPET_PATH extracts (prefix, indirection, key: '' each where it does not match;
- * NULL, a 0 bit in `valid`, when the line has no path as logan/read/rows.py derives it), and
- * the environment parameter of its query (NULL, a 0 bit in `env_valid`, when none). `out`
- * gets four views a line, by part: every line's prefix, then every indirection, key and
- * environment, into the lines' own bytes. */
-static PyObject *puppet_parts(PyObject *self, PyObject *args) {
-    Py_buffer views = {0}, obuf = {0}, vbuf = {0}, ebuf = {0};
-    PyObject *buffers, *result = NULL;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "y*Ow*w*w*", &views, &buffers, &obuf, &vbuf, &ebuf))
-        return NULL;
-    Py_ssize_t n = views.len / (Py_ssize_t)sizeof(View), bits = (n + 7) / 8;
-    Buffers data = {0};
-    if (obuf.len < 4 * views.len || vbuf.len < bits || ebuf.len < bits) {
-        PyErr_SetString(PyExc_ValueError, "four views out per view in, and a bit a line in each bitmap");
-        goto done;
-    }
-    if (hold_buffers(buffers, &data) < 0)
-        goto done;
-    const View *in = views.buf;
-    View *out = obuf.buf;
-    uint8_t *valid = vbuf.buf, *env_valid = ebuf.buf;
-    memset(out, 0, (size_t)(4 * views.len));
-    memset(valid, 0, (size_t)bits);
-    memset(env_valid, 0, (size_t)bits);
-    Py_BEGIN_ALLOW_THREADS /* the reader thread's */
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const char *p = view_data(&in[i], data.bufs), *end = p + in[i].len, *t, *e;
-        if (!three_words(p, end, &t, &e) || !http_after(e, end))
-            continue;
-        const char *from = path_start(t, e), *q = query_start(t, e), *pe = from, *ind, *ind_end, *key, *v, *v_end;
-        if (from) {
-            pe = q ? q : e;
-            if (puppet_path(from, pe, &pe, &ind, &ind_end, &key)) {
-                sub_view(&out[i], &in[i], p, from + 1, (int32_t)(pe - from - 1));
-                sub_view(&out[n + i], &in[i], p, ind, (int32_t)(ind_end - ind));
-                sub_view(&out[2 * n + i], &in[i], p, key, (int32_t)((q ? q : e) - key));
-            }
-        } /* an absolute URI with nothing after its host: the path "/", which does not match */
-        valid[i / 8] |= (uint8_t)(1u << (i % 8));
-        if (q && query_environment(q + 1, e, &v, &v_end)) {
-            sub_view(&out[3 * n + i], &in[i], p, v, (int32_t)(v_end - v));
-            env_valid[i / 8] |= (uint8_t)(1u << (i % 8));
-        }
-    }
-    Py_END_ALLOW_THREADS
-    result = Py_NewRef(Py_None);
-done:
-    release_buffers(&data);
-    PyBuffer_Release(&views);
-    PyBuffer_Release(&obuf);
-    PyBuffer_Release(&vbuf);
-    PyBuffer_Release(&ebuf);
-    return result;
-}
-
-/* request_parts(views, buffers, out, valid, rebuilt): what logan/read/rows.py derives from
- * each request line, so that the ingest's keys need no split of their lines in SQL. `out`
- * gets five views a line, by part: every line's method, then every path, query, protocol
- * and host (of an absolute URI's target: the vhost a log without one takes), each NULL
- * (a 0 bit in its bitmap of `valid`, five bitmaps one after the other) unless the line is
- * "A B HTTP/..."; the query is NULL too when the target has none, the host when it is not
- * absolute. An absolute URI's path is what follows its host, "/" when nothing does.
- * `rebuilt` gets a bit for each line that is its method, path, query and protocol joined
- * again (rows.py's REBUILT_TEST): a line "A B HTTP/..." whose target is no absolute URI. */
+/* request_parts(views, buffers, out, valid, rebuilt, puppet): what logan/read/rows.py
+ * derives from each request line, so that the ingest's keys need no split of their lines
+ * in SQL. `out` gets five views a line, by part: every line's method, then every path,
+ * query, protocol and host (of an absolute URI's target: the vhost a log without one
+ * takes), each NULL (a 0 bit in its bitmap of `valid`, five bitmaps one after the other)
+ * unless the line is "A B HTTP/..."; the query is NULL too when the target has none, the
+ * host when it is not absolute. An absolute URI's path is what follows its host, "/" when
+ * nothing does. `rebuilt` gets a bit for each line that is its method, path, query and
+ * protocol joined again (rows.py's REBUILT_TEST): a line "A B HTTP/..." whose target is no
+ * absolute URI.
+ *
+ * With `puppet`, four views more a line, and two bitmaps: the Puppet profile's parse, so
+ * that no regex runs a key in SQL: the parts of the path classify.py's PUPPET_PATH
+ * extracts (prefix, indirection, key: '' each where it does not match; NULL with the
+ * path), and the query's environment parameter (NULL when none: its own bitmap). */
 static PyObject *request_parts(PyObject *self, PyObject *args) {
     Py_buffer views = {0}, obuf = {0}, vbuf = {0}, rbuf = {0};
     PyObject *buffers, *result = NULL;
+    int puppet;
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*Ow*w*w*", &views, &buffers, &obuf, &vbuf, &rbuf))
+    if (!PyArg_ParseTuple(args, "y*Ow*w*w*p", &views, &buffers, &obuf, &vbuf, &rbuf, &puppet))
         return NULL;
     Py_ssize_t n = views.len / (Py_ssize_t)sizeof(View), bits = (n + 7) / 8;
+    Py_ssize_t parts = puppet ? 9 : 5, bitmaps = puppet ? 7 : 5;
     Buffers data = {0};
-    if (obuf.len < 5 * views.len || vbuf.len < 5 * bits || rbuf.len < bits) {
-        PyErr_SetString(PyExc_ValueError, "five views out per view in, five bitmaps and one of a bit a line");
+    if (obuf.len < parts * views.len || vbuf.len < bitmaps * bits || rbuf.len < bits) {
+        PyErr_SetString(PyExc_ValueError, "five views out per view in (nine for Puppet), a bitmap each, one more");
         goto done;
     }
     if (hold_buffers(buffers, &data) < 0)
@@ -1050,8 +1000,8 @@ static PyObject *request_parts(PyObject *self, PyObject *args) {
     const View *in = views.buf;
     View *out = obuf.buf;
     uint8_t *valid = vbuf.buf, *rebuilt = rbuf.buf;
-    memset(out, 0, (size_t)(5 * views.len));
-    memset(valid, 0, (size_t)(5 * bits));
+    memset(out, 0, (size_t)(parts * views.len));
+    memset(valid, 0, (size_t)(bitmaps * bits));
     memset(rebuilt, 0, (size_t)bits);
     Py_BEGIN_ALLOW_THREADS /* the reader thread's */
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -1060,9 +1010,10 @@ static PyObject *request_parts(PyObject *self, PyObject *args) {
             continue;
         uint8_t bit = (uint8_t)(1u << (i % 8));
         const char *host = scheme_end(t, e), *from = path_start(t, e), *q = query_start(t, e);
+        const char *path_end = q ? q : e;
         sub_view(&out[i], &in[i], p, p, (int32_t)(t - 1 - p));
         if (from)
-            sub_view(&out[n + i], &in[i], p, from, (int32_t)((q ? q : e) - from));
+            sub_view(&out[n + i], &in[i], p, from, (int32_t)(path_end - from));
         else /* an absolute URI with nothing after its host */
             put_view(&out[n + i], "/", 1, 0, 0);
         if (q) {
@@ -1080,6 +1031,19 @@ static PyObject *request_parts(PyObject *self, PyObject *args) {
         valid[i / 8] |= bit;
         valid[bits + i / 8] |= bit;
         valid[3 * bits + i / 8] |= bit;
+        if (!puppet)
+            continue;
+        const char *pre_end, *ind, *ind_end, *key, *v, *v_end; /* "/": no match, '' each */
+        if (from && puppet_path(from, path_end, &pre_end, &ind, &ind_end, &key)) {
+            sub_view(&out[5 * n + i], &in[i], p, from + 1, (int32_t)(pre_end - from - 1));
+            sub_view(&out[6 * n + i], &in[i], p, ind, (int32_t)(ind_end - ind));
+            sub_view(&out[7 * n + i], &in[i], p, key, (int32_t)(path_end - key));
+        }
+        valid[5 * bits + i / 8] |= bit;
+        if (q && query_environment(q + 1, e, &v, &v_end)) {
+            sub_view(&out[8 * n + i], &in[i], p, v, (int32_t)(v_end - v));
+            valid[6 * bits + i / 8] |= bit;
+        }
     }
     Py_END_ALLOW_THREADS
     result = Py_NewRef(Py_None);
@@ -1221,12 +1185,10 @@ static PyMethodDef methods[] = {
     {"request_paths", request_paths, METH_VARARGS,
      "request_paths(views, buffers, offsets, valid) -> bytes; each request line's path as an Arrow string"},
     {"request_parts", request_parts, METH_VARARGS,
-     "request_parts(views, buffers, out, valid, rebuilt); out gets each request line's method, path,"
-     " query, protocol and absolute URI's host, five views by part (valid: five bitmaps); rebuilt: a bit"
-     " for each line that is its parts joined"},
-    {"puppet_parts", puppet_parts, METH_VARARGS,
-     "puppet_parts(views, buffers, out, valid, env_valid); out gets each request line's Puppet prefix,"
-     " indirection, key (PUPPET_PATH's parts of its path) and query environment, four views by part"},
+     "request_parts(views, buffers, out, valid, rebuilt, puppet); out gets each request line's method,"
+     " path, query, protocol and absolute URI's host (and with puppet: its Puppet prefix, indirection,"
+     " key and query environment), views by part (valid: a bitmap each, the Puppet parts' one shared);"
+     " rebuilt: a bit for each line that is its parts joined"},
     {"dictionary_encode", dictionary_encode, METH_VARARGS,
      "dictionary_encode(views, buffers, ids) -> int32 bytes: each distinct text's first index; ids: its number"},
     {"without_query", without_query, METH_VARARGS,

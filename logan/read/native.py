@@ -685,10 +685,8 @@ def read_batch(
         keys = pa.table({KEY_ID: ids, **dict(zip(p.keyed, distinct, strict=True))})
         if p.request_of is not None:
             request = distinct[p.keyed.index(p.request_of)]
-            made = dict(zip((*KEY_PARTS, KEY_JOINED), request_parts(request), strict=True))
-            if p.puppet:
-                made |= dict(zip(PUPPET_PARTS, puppet_parts(request), strict=True))
-            for name, part in made.items():
+            names = (*KEY_PARTS, KEY_JOINED, *(PUPPET_PARTS if p.puppet else ()))
+            for name, part in zip(names, request_parts(request, p.puppet), strict=True):
                 keys = keys.append_column(name, part)
     return Read(
         pa.Table.from_batches(raw.to_batches(max_chunksize=scan_rows(raw.num_rows)), raw.schema), keys, kept
@@ -814,42 +812,34 @@ def request_templates(lines: pa.Array, templates: Templates) -> tuple[pa.Array, 
     )
 
 
-def request_parts(lines: pa.Array) -> list[pa.Array]:
+def request_parts(lines: pa.Array, puppet: bool = False) -> list[pa.Array]:
     """KEY_PARTS and KEY_JOINED of each request line (_split.request_parts): its method,
     path, query, protocol and absolute URI's host as rows.py derives them (NULL unless the
     line is "A B HTTP/..."), as views into the lines' own bytes, and whether it is its
-    parts joined."""
+    parts joined. With `puppet`, PUPPET_PARTS after them: the prefix, indirection and key of
+    its path as classify.puppet_parse_sql() extracts them ('' where it does not match,
+    NULL with the path), and its query's environment as classify's _QUERY_ENV."""
     views, data = _views(lines)
     n, bits = len(lines), (len(lines) + 7) // 8
-    out, valid, joined = bytearray(5 * views.size), bytearray(5 * bits), bytearray(bits)
-    _split.request_parts(views, data, out, valid, joined)
+    parts = 9 if puppet else 5
+    out, valid, joined = (
+        bytearray(parts * views.size),
+        bytearray((parts - 2 * puppet) * bits),
+        bytearray(bits),
+    )
+    _split.request_parts(views, data, out, valid, joined, puppet)
     line_valid = _validity(lines)
-    by_part = []
-    for k in range(5):
-        v = valid[k * bits : (k + 1) * bits]
-        _only_valid(v, line_valid)
-        by_part.append(
-            _string_views(n, pa.py_buffer(v), memoryview(out)[k * views.size : (k + 1) * views.size], data)
+    bitmaps = [valid[k * bits : (k + 1) * bits] for k in range(parts - 2 * puppet)]
+    for b in (*bitmaps, joined):
+        _only_valid(b, line_valid)
+    by_bitmap = list(range(5)) + ([5, 5, 5, 6] if puppet else [])  # the Puppet parts share one
+    made = [
+        _string_views(
+            n, pa.py_buffer(bitmaps[b]), memoryview(out)[k * views.size : (k + 1) * views.size], data
         )
-    _only_valid(joined, line_valid)
-    return [*by_part, pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(joined)])]
-
-
-def puppet_parts(lines: pa.Array) -> list[pa.Array]:
-    """PUPPET_PARTS of each request line (_split.puppet_parts): the prefix, indirection and
-    key of its path as classify.puppet_parse_sql() extracts them ('' where it does not match,
-    NULL where the line has no path), and its query's environment as classify's _QUERY_ENV
-    (NULL when none), as views into the lines' own bytes."""
-    views, data = _views(lines)
-    n = len(lines)
-    out = bytearray(4 * views.size)
-    valid, env_valid = bytearray((n + 7) // 8), bytearray((n + 7) // 8)
-    _split.puppet_parts(views, data, out, valid, env_valid)
-    _only_valid(valid, _validity(lines))
-    _only_valid(env_valid, _validity(lines))
-    by_part = [memoryview(out)[k * views.size : (k + 1) * views.size] for k in range(4)]
-    bits = [pa.py_buffer(valid)] * 3 + [pa.py_buffer(env_valid)]
-    return [_string_views(n, b, v, data) for b, v in zip(bits, by_part, strict=True)]
+        for k, b in enumerate(by_bitmap)
+    ]
+    return [*made[:5], pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(joined)]), *made[5:]]
 
 
 def _only_valid(bits: bytearray, valid: pa.Buffer | None) -> None:
