@@ -682,12 +682,12 @@ def read_batch(
             raw = raw.append_column(ROW_TEMPLATE, tmpl).append_column(ROW_INDIRECTOR, ind)
         n = len(distinct[0])  # pa.array() of numpy data would import pandas (0.2 s)
         ids = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(np.arange(n, dtype=np.int32))])
-        keys = pa.table({KEY_ID: ids, **dict(zip(p.keyed, distinct, strict=True))})
+        made = {}
         if p.request_of is not None:
-            request = distinct[p.keyed.index(p.request_of)]
             names = (*KEY_PARTS, KEY_JOINED, *(PUPPET_PARTS if p.puppet else ()))
-            for name, part in zip(names, request_parts(request, p.puppet), strict=True):
-                keys = keys.append_column(name, part)
+            parts = request_parts(distinct[p.keyed.index(p.request_of)], p.puppet)
+            made = dict(zip(names, parts, strict=True))
+        keys = pa.table({KEY_ID: ids, **dict(zip(p.keyed, distinct, strict=True)), **made})
     return Read(
         pa.Table.from_batches(raw.to_batches(max_chunksize=scan_rows(raw.num_rows)), raw.schema), keys, kept
     )
@@ -821,18 +821,15 @@ def request_parts(lines: pa.Array, puppet: bool = False) -> list[pa.Array]:
     NULL with the path), and its query's environment as classify's _QUERY_ENV."""
     views, data = _views(lines)
     n, bits = len(lines), (len(lines) + 7) // 8
-    parts = 9 if puppet else 5
-    out, valid, joined = (
-        bytearray(parts * views.size),
-        bytearray((parts - 2 * puppet) * bits),
-        bytearray(bits),
-    )
+    # the Puppet parts share one bitmap (NULL with the path), the environment has its own
+    parts, n_bitmaps = (9, 7) if puppet else (5, 5)
+    out, valid, joined = bytearray(parts * views.size), bytearray(n_bitmaps * bits), bytearray(bits)
     _split.request_parts(views, data, out, valid, joined, puppet)
     line_valid = _validity(lines)
-    bitmaps = [valid[k * bits : (k + 1) * bits] for k in range(parts - 2 * puppet)]
+    bitmaps = [valid[k * bits : (k + 1) * bits] for k in range(n_bitmaps)]
     for b in (*bitmaps, joined):
         _only_valid(b, line_valid)
-    by_bitmap = list(range(5)) + ([5, 5, 5, 6] if puppet else [])  # the Puppet parts share one
+    by_bitmap = list(range(5)) + ([5, 5, 5, 6] if puppet else [])
     made = [
         _string_views(
             n, pa.py_buffer(bitmaps[b]), memoryview(out)[k * views.size : (k + 1) * views.size], data

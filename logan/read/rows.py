@@ -268,7 +268,7 @@ class Classification:
     # carry, when they do (native.Plan.row_templates)
     templates: bool = False
     # its `direct` reads the Puppet parse of each key's request line from the columns the
-    # reader made (native.Plan.parts_of), when the keys carry them
+    # reader made (native.Plan.puppet), when the keys carry them
     parts: bool = False
     # the classification columns no row gets a value of its own in (classify.unfilled_columns):
     # not written (stored_columns)
