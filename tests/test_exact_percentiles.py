@@ -120,11 +120,12 @@ def test_the_part_is_spliced_with_only_whitelisted_names() -> None:
 
 
 @pytest.mark.parametrize("sort", ["total", "count", "avg", "max"])
-def test_percentiles_of_the_top_groups_alone_are_those_of_the_whole_answer(sort: str) -> None:
+def test_a_cut_answer_is_the_top_of_the_whole_answer(sort: str) -> None:
     """Grouped by a many-valued column, ranked by a column that is no percentile and cut to
-    `top`, an answer works out the percentiles of the groups it shows only; its rows are the
-    first rows of the uncut answer, every column the same (ties of max broken by the groups,
-    a NULL resource among them)."""
+    `top`, an answer works its statistics out over the groups it shows only, found by a
+    ranking of its own; its rows are the first rows of the uncut answer, every column the
+    same (the shares of the totals over every row; ties of max broken by the groups, a NULL
+    resource among them), and it says how many groups there are."""
     frame = _requests(20_000, seed=11)
     rng = np.random.default_rng(11)
     nodes = np.array([f"node{i}" for i in range(300)] + [None], dtype=object)
@@ -132,26 +133,34 @@ def test_percentiles_of_the_top_groups_alone_are_those_of_the_whole_answer(sort:
     con = open_store(None).con
     append_requests(con, frame)
     by = ["resource"]
-    keys = [(st.SORTS[sort], True), ("requests", True)]
-    assert st.percentile_rows(st.dimension_columns(by), sort, keys, 4) != st.EVERY_ROW  # cut
-    assert st.percentile_rows(st.dimension_columns("indirector"), sort, keys, 4) == st.EVERY_ROW
-    every = st.stats_records(con, by, sort=sort, top=None).rows
-    for top in (1, 4, len(every) - 1):
-        assert st.stats_records(con, by, sort=sort, top=top).rows == every[:top], top
+    assert st.cut_to_top(st.dimension_columns(by), sort, 4)
+    assert not st.cut_to_top(st.dimension_columns("indirector"), sort, 4)
+    every = st.stats_records(con, by, sort=sort, top=None)
+    groups = frame.groupby(st.dimension_columns(by), dropna=False).ngroups
+    assert every.total == groups == len(every.rows)
+    for top in (1, 4, len(every.rows) - 1):
+        cut = st.stats_records(con, by, sort=sort, top=top)
+        assert cut.rows == every.rows[:top], top
+        assert cut.total == every.total
 
 
-def test_the_rows_percentiles_are_worked_out_over_are_those_of_the_top_groups() -> None:
-    """The rows the cut answer works out percentiles over (stats._rows_of_top_groups): the
-    requests of the top groups by total time, counted by pandas, a NULL group included."""
+def test_a_cut_answer_works_out_the_top_groups_over_their_rows_alone() -> None:
+    """The rows a cut answer works its statistics out over (stats._top_groups): the requests
+    of the top groups by total time, counted by pandas, a NULL group included; the shares
+    those groups' totals over every row's."""
     frame = _requests(5_000, seed=12)
     frame.loc[frame["environment"].isna(), "duration_us"] *= 50  # the NULL group on top
+    frame["resource"], frame["indirector"] = frame["environment"], "catalog"  # a group a resource
     con = open_store(None).con
     append_requests(con, frame)
-    dims, keys = ["environment"], [("total_us", True), ("requests", True), ("environment", False)]
-    sql = query_sql("by_dimension", dims, percentile_rows=st._rows_of_top_groups(dims, keys, 2))
-    ctes = sql[: sql.rindex("\nSELECT\n  g.environment")]  # the view's WITH, without its answer
-    rows = con.execute(f"{ctes}\nSELECT count(*) FROM percentile_rows")
-    totals = frame.groupby("environment", dropna=False)["duration_us"].agg(["sum", "size"])
+    dims = st.dimension_columns("resource")
+    keys = [("total_us", True), ("requests", True), *((d, False) for d in dims)]
+    shown = st._top_groups(con, dims, keys, 2, "", [])
+    totals = frame.groupby("resource", dropna=False)["duration_us"].agg(["sum", "size"])
     top_two = totals.sort_values("sum", ascending=False).head(2)
     assert pd.isna(top_two.index[0])
-    assert rows.fetchall() == [(int(top_two["size"].sum()),)]
+    assert shown.groups == len(totals)
+    rows = con.execute(f"SELECT count(*) FROM ({shown.rows})", shown.values).fetchall()
+    assert rows == [(int(top_two["size"].sum()),)]
+    got = st.stats_records(con, "resource", top=2).rows
+    assert [r["share"] for r in got] == pytest.approx(list(top_two["sum"] / frame["duration_us"].sum()))

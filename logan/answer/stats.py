@@ -22,7 +22,6 @@ import duckdb
 from logan.answer.filters import filter_sql, parse_status, parse_time
 from logan.answer.views import (
     DIMENSIONS,
-    EVERY_ROW,
     Records,
     columns_named,
     create_views,
@@ -35,6 +34,7 @@ from logan.answer.views import (
     same_group,
 )
 from logan.errors import LoganError
+from logan.schema import REQUEST_TYPES
 from logan.units import DURATION, format_bytes, format_count, format_us, missing, parse_duration
 
 if TYPE_CHECKING:  # imported where a DataFrame is made: 0.4 s the CLI need not spend
@@ -83,21 +83,66 @@ _PERCENTILE_SORTS = ("p95", "p99")
 _MANY_VALUED = ("resource", "requester", "client", "user_agent")
 
 
-def percentile_rows(dims: list[str], sort: str, keys: Sequence[tuple[str, bool]], top: int | None) -> str:
-    """The rows stats_records works its percentiles out over: those of the `top` groups when
-    it ranks by a column that is no percentile and groups by a many-valued column, else all."""
-    if top and sort not in _PERCENTILE_SORTS and set(dims) & set(_MANY_VALUED):
-        return _rows_of_top_groups(dims, keys, top)
-    return EVERY_ROW
+def cut_to_top(dims: list[str], sort: str, top: int | None) -> bool:
+    """Whether stats_records works its statistics out over the rows of the `top` groups it
+    shows alone (_top_groups): when it ranks by a column that is no percentile and groups by
+    a many-valued column."""
+    return bool(top) and sort not in _PERCENTILE_SORTS and bool(set(dims) & set(_MANY_VALUED))
 
 
-def _rows_of_top_groups(dims: list[str], keys: Sequence[tuple[str, bool]], top: int) -> str:
-    """The rows of the `top` groups of queries/by_dimension.sql's per_group by `keys`, the
-    ones the answer shows, for its {percentile_rows}: the others' percentiles would be worked
-    out to be cut. Ranked as `ordered` ranks the answer, groups breaking ties, so they are
-    the same groups; a NULL group (no environment) matches its rows."""
-    top_groups = f"SELECT {', '.join(dims)} FROM per_group ORDER BY {order_by(keys)} LIMIT {int(top)}"
-    return f"SELECT r.* FROM requests AS r JOIN ({top_groups}) AS t ON {same_group('r', 't', dims)}"
+# The columns a cut answer ranks its groups by, made as queries/by_dimension.sql's per_group
+# makes them (`requests` is count(*)), so that the ranking finds the groups it would show.
+_RANKED_BY = {
+    "total_us": "CAST(sum(duration_us) AS BIGINT)",
+    "avg_us": "avg(duration_us)",
+    "max_us": "max(duration_us)",
+}
+
+
+@dataclass(frozen=True)
+class _Top:
+    """The groups a cut answer shows, found first: `rows` SQL over `requests` (their rows,
+    its parameters `values`), how many groups there are, and the timers some row has."""
+
+    rows: str
+    values: list
+    groups: int
+    timers: frozenset[str]
+
+
+def _top_groups(
+    con: duckdb.DuckDBPyConnection,
+    dims: list[str],
+    keys: Sequence[tuple[str, bool]],
+    top: int,
+    where: str,
+    params: Sequence,
+) -> _Top | None:
+    """The `top` groups by `keys`, ranked as `ordered` ranks the answer (groups breaking
+    ties), from the group columns and the one ranked by alone: a group per request (7.1 M
+    thumbnail files) held 10 GB of aggregates as every statistic of every group, and
+    their rows for queries/by_dimension.sql's {group_rows} and {percentile_rows}. Log
+    values are bound parameters, never SQL text; a NULL group (no environment) matches its
+    rows. None when no row is left."""
+    ranked = dict.fromkeys([*dims, *(f"{_RANKED_BY[c]} AS {c}" for c, _ in keys if c in _RANKED_BY)])
+    grouped = f"SELECT {', '.join(ranked)}, count(*) AS requests FROM requests GROUP BY {', '.join(dims)}"
+    timed = ", ".join(f"count({t}_us) AS __{t}" for t in TIMERS)
+    sql = (
+        f"SELECT {', '.join(f'g.{d}' for d in dims)}, count(*) OVER () AS __groups, t.* "
+        f"FROM ({grouped}) AS g CROSS JOIN (SELECT {timed} FROM requests) AS t "
+        f"ORDER BY {order_by(keys)} LIMIT ?"
+    )
+    found = run_records(con, sql, where, [*params, top]).rows
+    if not found:
+        return None
+    one = "(" + ", ".join(f"CAST(? AS {REQUEST_TYPES[d]})" for d in dims) + ")"
+    shown = f"(VALUES {', '.join([one] * len(found))}) AS t({', '.join(dims)})"
+    return _Top(
+        rows=f"SELECT r.* FROM requests AS r JOIN {shown} ON {same_group('r', 't', dims)}",
+        values=[r[d] for r in found for d in dims],
+        groups=found[0]["__groups"],
+        timers=frozenset(t for t in TIMERS if found[0][f"__{t}"]),
+    )
 
 
 def _with_apdex(dims: list[str], table_sql: str, apdex_sql: str) -> str:
@@ -138,13 +183,21 @@ def stats_records(
     # largest first (a log without times: all NULL, so by requests); ties broken by the
     # groups themselves, so the order never depends on the engine
     keys = [(SORTS[sort], True), ("requests", True), *[(d, False) for d in dims]]
-    rows = percentile_rows(dims, sort, keys, top)
-    sql = _with_timer_groups(query_sql("by_dimension", by, percentile_rows=rows))
+    shown = _top_groups(con, dims, keys, top, where, params) if cut_to_top(dims, sort, top) else None
+    if shown is None:
+        sql = _with_timer_groups(query_sql("by_dimension", by))
+    else:
+        rows, groups = "SELECT * FROM group_rows", shown.rows
+        sql = _with_timer_groups(query_sql("by_dimension", by, percentile_rows=rows, group_rows=groups))
     if slo_us is not None:
         sql = _with_apdex(dims, sql, query_sql("apdex", by, slo_us))
     sql, limit = ordered(sql, keys, top)
-    found = run_records(con, sql, where, [*params, *limit])
-    absent = [t for t in TIMERS if not found.rows or not found.rows[0][f"__{t}_groups"]]
+    found = run_records(con, sql, where, [*params, *(shown.values if shown else []), *limit])
+    if shown is None:
+        absent = [t for t in TIMERS if not found.rows or not found.rows[0][f"__{t}_groups"]]
+    else:  # the groups shown may lack a timer others have: its columns stay, as uncut
+        absent = [t for t in TIMERS if t not in shown.timers]
+        found.total = shown.groups
     drop = [f"__{t}_groups" for t in TIMERS] + [f"{t}_{c}" for t in absent for c in STAT_COLUMNS]
     return found.without(drop)
 

@@ -83,20 +83,24 @@ def query_path(name: str) -> Path:
     return path
 
 
-# The rows a view's percentiles are worked out over, unless its caller says (its
-# {percentile_rows} slot: queries/by_dimension.sql)
+# The rows a view's statistics and percentiles are worked out over, unless its caller says
+# (its {group_rows} and {percentile_rows} slots: queries/by_dimension.sql)
 EVERY_ROW = "SELECT * FROM requests"
 
 
 def query_sql(
-    name: str, by: Sequence[str] | str = (), slo_us: int | None = None, percentile_rows: str = EVERY_ROW
+    name: str,
+    by: Sequence[str] | str = (),
+    slo_us: int | None = None,
+    percentile_rows: str = EVERY_ROW,
+    group_rows: str = EVERY_ROW,
 ) -> str:
     """The text of queries/<name>.sql with its template slots filled from --by names, and
-    `percentile_rows` (SQL over the view's own CTEs, made by logan.answer) in its
-    {percentile_rows} slot."""
+    `percentile_rows` and `group_rows` (SQL over the view's own CTEs, made by
+    logan.answer) in its {percentile_rows} and {group_rows} slots."""
     sql = query_path(name).read_text()
     cols = dimension_columns(by) if "{dimensions}" in sql else []
-    sql = sql.replace("{percentile_rows}", percentile_rows)
+    sql = sql.replace("{percentile_rows}", percentile_rows).replace("{group_rows}", group_rows)
     sql = with_parts(sql.replace("{dimensions}", ", ".join(cols)), cols)
     if "{slo_us}" in sql:
         if slo_us is None:
