@@ -28,7 +28,7 @@ COMMANDS = {
     "incidents": ["incidents", "--bucket", "30s"],
     "compare": ["compare", "--a-until", "2013-11-05T19:04", "--b-since", "2013-11-05T19:04", "--by", "route"],
     "cache": ["cache", "--by", "indirector", "--ttl", "1s,60s", "--workers", "4", "--assign", "client"],
-    # percentiles of the shown groups alone (logan.answer.stats.percentile_rows)
+    # the statistics of the shown groups alone (logan.answer.stats.cut_to_top)
     "stats": ["stats", "--by", "resource", "--top", "5"],
 }
 
