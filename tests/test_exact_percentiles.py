@@ -135,6 +135,7 @@ def test_a_cut_answer_is_the_top_of_the_whole_answer(sort: str) -> None:
     by = ["resource"]
     assert st.cut_to_top(st.dimension_columns(by), sort, 4)
     assert not st.cut_to_top(st.dimension_columns("indirector"), sort, 4)
+    assert not st.cut_to_top(st.dimension_columns(by), sort, 1001)  # not 1001 groups' values
     every = st.stats_records(con, by, sort=sort, top=None)
     groups = frame.groupby(st.dimension_columns(by), dropna=False).ngroups
     assert every.total == groups == len(every.rows)

@@ -83,11 +83,16 @@ _PERCENTILE_SORTS = ("p95", "p99")
 _MANY_VALUED = ("resource", "requester", "client", "user_agent")
 
 
+# The most groups a cut answer shows: their values are bound parameters, a few per group.
+_CUT_AT_MOST = 1000
+
+
 def cut_to_top(dims: list[str], sort: str, top: int | None) -> bool:
     """Whether stats_records works its statistics out over the rows of the `top` groups it
-    shows alone (_top_groups): when it ranks by a column that is no percentile and groups by
-    a many-valued column."""
-    return bool(top) and sort not in _PERCENTILE_SORTS and bool(set(dims) & set(_MANY_VALUED))
+    shows alone (_top_groups): when it ranks by a column that is no percentile, groups by a
+    many-valued column and shows a table a person reads."""
+    many = bool(set(dims) & set(_MANY_VALUED))
+    return bool(top) and top <= _CUT_AT_MOST and sort not in _PERCENTILE_SORTS and many
 
 
 # The columns a cut answer ranks its groups by, made as queries/by_dimension.sql's per_group
@@ -120,7 +125,7 @@ def _top_groups(
 ) -> _Top | None:
     """The `top` groups by `keys`, ranked as `ordered` ranks the answer (groups breaking
     ties), from the group columns and the one ranked by alone: a group per request (7.1 M
-    thumbnail files) held 10 GB of aggregates as every statistic of every group, and
+    thumbnail files) held 9.9 GiB of aggregates as every statistic of every group, and
     their rows for queries/by_dimension.sql's {group_rows} and {percentile_rows}. Log
     values are bound parameters, never SQL text; a NULL group (no environment) matches its
     rows. None when no row is left."""
