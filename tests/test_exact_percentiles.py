@@ -119,7 +119,7 @@ def test_the_part_is_spliced_with_only_whitelisted_names() -> None:
     assert "quantile_cont" not in re.sub(r"--[^\n]*", "", part)
 
 
-@pytest.mark.parametrize("sort", ["total", "count", "avg", "max"])
+@pytest.mark.parametrize("sort", ["total", "count", "avg", "max", "p95", "p99"])
 def test_a_cut_answer_is_the_top_of_the_whole_answer(sort: str) -> None:
     """Grouped by a many-valued column, ranked by a column that is no percentile and cut to
     `top`, an answer works its statistics out over the groups it shows only, found by a
@@ -133,9 +133,8 @@ def test_a_cut_answer_is_the_top_of_the_whole_answer(sort: str) -> None:
     con = open_store(None).con
     append_requests(con, frame)
     by = ["resource"]
-    assert st.cut_to_top(st.dimension_columns(by), sort, 4)
-    assert not st.cut_to_top(st.dimension_columns("indirector"), sort, 4)
-    assert not st.cut_to_top(st.dimension_columns(by), sort, 1001)  # not 1001 groups' values
+    assert st.cut_to_top(st.dimension_columns(by), 4)
+    assert not st.cut_to_top(st.dimension_columns("indirector"), 4)
     every = st.stats_records(con, by, sort=sort, top=None)
     groups = frame.groupby(st.dimension_columns(by), dropna=False).ngroups
     assert every.total == groups == len(every.rows)
@@ -146,22 +145,33 @@ def test_a_cut_answer_is_the_top_of_the_whole_answer(sort: str) -> None:
 
 
 def test_a_cut_answer_works_out_the_top_groups_over_their_rows_alone() -> None:
-    """The rows a cut answer works its statistics out over (stats._top_groups): the requests
-    of the top groups by total time, counted by pandas, a NULL group included; the shares
-    those groups' totals over every row's."""
+    """The groups a cut answer ranks first (stats._rank_groups): the top groups by total
+    time, counted by pandas, a NULL group included; by p99, every group within a hair of
+    the last one shown too; the shares those groups' totals over every row's."""
     frame = _requests(5_000, seed=12)
     frame.loc[frame["environment"].isna(), "duration_us"] *= 50  # the NULL group on top
     frame["resource"], frame["indirector"] = frame["environment"], "catalog"  # a group a resource
     con = open_store(None).con
     append_requests(con, frame)
     dims = st.dimension_columns("resource")
+    on = "r.resource IS NOT DISTINCT FROM t.resource"
+    shown_rows = f"SELECT count(*) FROM requests AS r JOIN {st.SHOWN_TABLE} AS t ON {on}"
     keys = [("total_us", True), ("requests", True), *((d, False) for d in dims)]
-    shown = st._top_groups(con, dims, keys, 2, "", [])
+    shown = st._rank_groups(con, dims, keys, 2, "", [])
     totals = frame.groupby("resource", dropna=False)["duration_us"].agg(["sum", "size"])
     top_two = totals.sort_values("sum", ascending=False).head(2)
     assert pd.isna(top_two.index[0])
     assert shown.groups == len(totals)
-    rows = con.execute(f"SELECT count(*) FROM ({shown.rows})", shown.values).fetchall()
-    assert rows == [(int(top_two["size"].sum()),)]
+    assert shown.timers == {"upstream", "ttfb", "queue"}
+    assert con.execute(shown_rows).fetchall() == [(int(top_two["size"].sum()),)]
+    con.execute(f"DROP TABLE {st.SHOWN_TABLE}")
     got = st.stats_records(con, "resource", top=2).rows
     assert [r["share"] for r in got] == pytest.approx(list(top_two["sum"] / frame["duration_us"].sum()))
+    # by p99: the second group's, and every group at or above it less a hair
+    keys = [("p99_us", True), ("requests", True), *((d, False) for d in dims)]
+    st._rank_groups(con, dims, keys, 2, "", [])
+    p99 = frame.groupby("resource", dropna=False)["duration_us"].quantile(0.99)
+    second = p99.sort_values(ascending=False).iloc[1]
+    near = p99[p99 >= second * (1 - 1e-9)]
+    assert len(near) >= 2
+    assert con.execute(shown_rows).fetchall() == [(int(totals.loc[near.index, "size"].sum()),)]

@@ -30,6 +30,7 @@ COMMANDS = {
     "cache": ["cache", "--by", "indirector", "--ttl", "1s,60s", "--workers", "4", "--assign", "client"],
     # the statistics of the shown groups alone (logan.answer.stats.cut_to_top)
     "stats": ["stats", "--by", "resource", "--top", "5"],
+    "stats_p99": ["stats", "--by", "requester", "--top", "5", "--sort", "p99"],
 }
 
 

@@ -26,6 +26,7 @@ from logan.answer.views import (
     columns_named,
     create_views,
     dimension_columns,
+    narrowed,
     order_by,
     ordered,
     query_path,
@@ -34,7 +35,6 @@ from logan.answer.views import (
     same_group,
 )
 from logan.errors import LoganError
-from logan.schema import REQUEST_TYPES
 from logan.units import DURATION, format_bytes, format_count, format_us, missing, parse_duration
 
 if TYPE_CHECKING:  # imported where a DataFrame is made: 0.4 s the CLI need not spend
@@ -73,8 +73,6 @@ def _with_timer_groups(sql: str) -> str:
     return f"SELECT *, {', '.join(counts)} FROM ({sql}) AS wide"
 
 
-# The sorts that rank groups by a percentile: every group's percentiles are needed to rank
-_PERCENTILE_SORTS = ("p95", "p99")
 # Group columns whose values run to thousands or millions (a node, a file, an address, an
 # agent). Over 4 M rows of the realistic log, the percentiles of the 20 groups shown alone
 # took stats_records 0.77-0.80 s against 4.96 s for every one of 60,775 resources; but over
@@ -83,71 +81,76 @@ _PERCENTILE_SORTS = ("p95", "p99")
 _MANY_VALUED = ("resource", "requester", "client", "user_agent")
 
 
-# The most groups a cut answer shows: their values are bound parameters, a few per group.
-_CUT_AT_MOST = 1000
+def cut_to_top(dims: list[str], top: int | None) -> bool:
+    """Whether stats_records works its statistics out over the rows of the groups it shows
+    alone, ranked first (_rank_groups): when it shows the top groups of a many-valued
+    column."""
+    return bool(top) and bool(set(dims) & set(_MANY_VALUED))
 
 
-def cut_to_top(dims: list[str], sort: str, top: int | None) -> bool:
-    """Whether stats_records works its statistics out over the rows of the `top` groups it
-    shows alone (_top_groups): when it ranks by a column that is no percentile, groups by a
-    many-valued column and shows a table a person reads."""
-    many = bool(set(dims) & set(_MANY_VALUED))
-    return bool(top) and top <= _CUT_AT_MOST and sort not in _PERCENTILE_SORTS and many
-
-
-# The columns a cut answer ranks its groups by, made as queries/by_dimension.sql's per_group
-# makes them (`requests` is count(*)), so that the ranking finds the groups it would show.
+# The groups a cut answer shows, ranked first: a temporary table of the connection, made
+# and dropped by each answer.
+SHOWN_TABLE = "__logan_shown"
+# The columns the groups are ranked by, made as queries/by_dimension.sql makes them
+# (`requests` is count(*)), so that the ranking finds the groups the answer would show.
+# But the percentiles: the answer's are exact (queries/parts/timer_percentiles.sql), and
+# quantile_cont's may differ from them in the last bit (one fused multiply-add), so every
+# group within _NEAR of the last one shown is a candidate, ranked exactly by the answer.
 _RANKED_BY = {
     "total_us": "CAST(sum(duration_us) AS BIGINT)",
     "avg_us": "avg(duration_us)",
     "max_us": "max(duration_us)",
+    "p95_us": "quantile_cont(duration_us, 0.95)",
+    "p99_us": "quantile_cont(duration_us, 0.99)",
 }
+_NEAR = 1e-9  # relative: a million times the last bit of a double
+_PERCENTILES = ("p95_us", "p99_us")
 
 
 @dataclass(frozen=True)
-class _Top:
-    """The groups a cut answer shows, found first: `rows` SQL over `requests` (their rows,
-    its parameters `values`), how many groups there are, and the timers some row has."""
+class _Shown:
+    """What the ranking found besides the groups: how many there are, and the timers some
+    row has (the answer's columns, whichever groups it shows)."""
 
-    rows: str
-    values: list
     groups: int
     timers: frozenset[str]
 
 
-def _top_groups(
+def _rank_groups(
     con: duckdb.DuckDBPyConnection,
     dims: list[str],
     keys: Sequence[tuple[str, bool]],
     top: int,
     where: str,
     params: Sequence,
-) -> _Top | None:
-    """The `top` groups by `keys`, ranked as `ordered` ranks the answer (groups breaking
-    ties), from the group columns and the one ranked by alone: a group per request (7.1 M
-    thumbnail files) held 9.9 GiB of aggregates as every statistic of every group, and
-    their rows for queries/by_dimension.sql's {group_rows} and {percentile_rows}. Log
-    values are bound parameters, never SQL text; a NULL group (no environment) matches its
-    rows. None when no row is left."""
-    ranked = dict.fromkeys([*dims, *(f"{_RANKED_BY[c]} AS {c}" for c, _ in keys if c in _RANKED_BY)])
-    grouped = f"SELECT {', '.join(ranked)}, count(*) AS requests FROM requests GROUP BY {', '.join(dims)}"
-    timed = ", ".join(f"count({t}_us) AS __{t}" for t in TIMERS)
-    sql = (
-        f"SELECT {', '.join(f'g.{d}' for d in dims)}, count(*) OVER () AS __groups, t.* "
-        f"FROM ({grouped}) AS g CROSS JOIN (SELECT {timed} FROM requests) AS t "
-        f"ORDER BY {order_by(keys)} LIMIT ?"
+) -> _Shown | None:
+    """SHOWN_TABLE: the `top` groups by `keys`, ranked as `ordered` ranks the answer (groups
+    breaking ties), from the group columns and the one ranked by alone; for a percentile,
+    the candidates near the last of them too. A group per request (7.1 M thumbnail files)
+    held 9.9 GiB of aggregates as every statistic of every group. None (and no table) when
+    no group is found, or too few have the percentile ranked by: the answer then works
+    every group out."""
+    ranked = [*dims, *(f"{_RANKED_BY[c]} AS {c}" for c, _ in keys[:1] if c in _RANKED_BY)]
+    grouped = (
+        f"SELECT {', '.join(ranked)}, count(*) AS requests, count(*) OVER () AS __groups "
+        f"FROM requests GROUP BY {', '.join(dims)}"
     )
-    found = run_records(con, sql, where, [*params, top]).rows
-    if not found:
+    timed = f"(SELECT {', '.join(f'count({t}_us) AS __{t}' for t in TIMERS)} FROM requests) AS t"
+    col = keys[0][0]
+    if col in _PERCENTILES:  # the last group shown and those near it
+        last = f"SELECT {col} - abs({col}) * {_NEAR} FROM g ORDER BY {order_by(keys)} LIMIT 1 OFFSET ?"
+        sql = f"WITH g AS ({grouped}) SELECT g.*, t.* FROM g CROSS JOIN {timed} WHERE g.{col} >= ({last})"
+        rank = top - 1
+    else:
+        sql = f"SELECT g.*, t.* FROM ({grouped}) AS g CROSS JOIN {timed} ORDER BY {order_by(keys)} LIMIT ?"
+        rank = top
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {SHOWN_TABLE} AS {narrowed(con, sql, where)}", [*params, rank])
+    found = con.execute(f"SELECT __groups, {', '.join(f'__{t}' for t in TIMERS)} FROM {SHOWN_TABLE} LIMIT 1")
+    first = found.fetchone()
+    if first is None:
+        con.execute(f"DROP TABLE {SHOWN_TABLE}")
         return None
-    one = "(" + ", ".join(f"CAST(? AS {REQUEST_TYPES[d]})" for d in dims) + ")"
-    shown = f"(VALUES {', '.join([one] * len(found))}) AS t({', '.join(dims)})"
-    return _Top(
-        rows=f"SELECT r.* FROM requests AS r JOIN {shown} ON {same_group('r', 't', dims)}",
-        values=[r[d] for r in found for d in dims],
-        groups=found[0]["__groups"],
-        timers=frozenset(t for t in TIMERS if found[0][f"__{t}"]),
-    )
+    return _Shown(first[0], frozenset(t for t, n in zip(TIMERS, first[1:], strict=True) if n))
 
 
 def _with_apdex(dims: list[str], table_sql: str, apdex_sql: str) -> str:
@@ -188,16 +191,21 @@ def stats_records(
     # largest first (a log without times: all NULL, so by requests); ties broken by the
     # groups themselves, so the order never depends on the engine
     keys = [(SORTS[sort], True), ("requests", True), *[(d, False) for d in dims]]
-    shown = _top_groups(con, dims, keys, top, where, params) if cut_to_top(dims, sort, top) else None
+    shown = _rank_groups(con, dims, keys, top, where, params) if cut_to_top(dims, top) else None
     if shown is None:
         sql = _with_timer_groups(query_sql("by_dimension", by))
     else:
-        rows, groups = "SELECT * FROM group_rows", shown.rows
-        sql = _with_timer_groups(query_sql("by_dimension", by, percentile_rows=rows, group_rows=groups))
+        rows = f"SELECT r.* FROM requests AS r JOIN {SHOWN_TABLE} AS t ON {same_group('r', 't', dims)}"
+        sql = query_sql("by_dimension", by, percentile_rows="SELECT * FROM group_rows", group_rows=rows)
+        sql = _with_timer_groups(sql)
     if slo_us is not None:
         sql = _with_apdex(dims, sql, query_sql("apdex", by, slo_us))
     sql, limit = ordered(sql, keys, top)
-    found = run_records(con, sql, where, [*params, *(shown.values if shown else []), *limit])
+    try:
+        found = run_records(con, sql, where, [*params, *limit])
+    finally:
+        if shown is not None:
+            con.execute(f"DROP TABLE {SHOWN_TABLE}")
     if shown is None:
         absent = [t for t in TIMERS if not found.rows or not found.rows[0][f"__{t}_groups"]]
     else:  # the groups shown may lack a timer others have: its columns stay, as uncut
