@@ -142,6 +142,9 @@ def test_a_cut_answer_is_the_top_of_the_whole_answer(sort: str) -> None:
         cut = st.stats_records(con, by, sort=sort, top=top)
         assert cut.rows == every.rows[:top], top
         assert cut.total == every.total
+    with_slo = st.stats_records(con, by, sort=sort, top=None, slo_us=200_000).rows
+    assert st.stats_records(con, by, sort=sort, top=4, slo_us=200_000).rows == with_slo[:4]
+    assert {r["apdex"] for r in with_slo[:4]} - {None}  # the Apdex of the groups shown
 
 
 def test_a_cut_answer_works_out_the_top_groups_over_their_rows_alone() -> None:

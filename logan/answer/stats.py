@@ -22,6 +22,7 @@ import duckdb
 from logan.answer.filters import filter_sql, parse_status, parse_time
 from logan.answer.views import (
     DIMENSIONS,
+    EVERY_ROW,
     Records,
     columns_named,
     create_views,
@@ -192,6 +193,7 @@ def stats_records(
     # groups themselves, so the order never depends on the engine
     keys = [(SORTS[sort], True), ("requests", True), *[(d, False) for d in dims]]
     shown = _rank_groups(con, dims, keys, top, where, params) if cut_to_top(dims, top) else None
+    rows = EVERY_ROW
     if shown is None:
         sql = _with_timer_groups(query_sql("by_dimension", by))
     else:
@@ -199,7 +201,7 @@ def stats_records(
         sql = query_sql("by_dimension", by, percentile_rows="SELECT * FROM group_rows", group_rows=rows)
         sql = _with_timer_groups(sql)
     if slo_us is not None:
-        sql = _with_apdex(dims, sql, query_sql("apdex", by, slo_us))
+        sql = _with_apdex(dims, sql, query_sql("apdex", by, slo_us, group_rows=rows))
     sql, limit = ordered(sql, keys, top)
     try:
         found = run_records(con, sql, where, [*params, *limit])
