@@ -193,13 +193,11 @@ def stats_records(
     # groups themselves, so the order never depends on the engine
     keys = [(SORTS[sort], True), ("requests", True), *[(d, False) for d in dims]]
     shown = _rank_groups(con, dims, keys, top, where, params) if cut_to_top(dims, top) else None
-    rows = EVERY_ROW
-    if shown is None:
-        sql = _with_timer_groups(query_sql("by_dimension", by))
-    else:
+    rows, again = EVERY_ROW, EVERY_ROW
+    if shown is not None:
         rows = f"SELECT r.* FROM requests AS r JOIN {SHOWN_TABLE} AS t ON {same_group('r', 't', dims)}"
-        sql = query_sql("by_dimension", by, percentile_rows="SELECT * FROM group_rows", group_rows=rows)
-        sql = _with_timer_groups(sql)
+        again = "SELECT * FROM group_rows"
+    sql = _with_timer_groups(query_sql("by_dimension", by, percentile_rows=again, group_rows=rows))
     if slo_us is not None:
         sql = _with_apdex(dims, sql, query_sql("apdex", by, slo_us, group_rows=rows))
     sql, limit = ordered(sql, keys, top)
