@@ -256,6 +256,7 @@ def test_tables_fit_the_terminal_without_cutting_a_number(width):
     # --wide shows every column, --columns picks
     wide = logan("stats", str(PUPPET), "--wide", columns=width).stdout
     assert "bytes" in wide and "left out" not in wide
+    assert "│ POST   │ catalog " in wide  # the text columns whole, not squeezed to fit
     picked = logan("stats", str(PUPPET), "--columns", "bytes", columns=width).stdout
     head = next(x for x in picked.splitlines() if x.startswith("┃"))
     assert "bytes" in head and "p50" not in head

@@ -14,6 +14,8 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rich import box
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -80,31 +82,27 @@ def print_table(
     largest first): a number is never cut to fit, its column is left out, and a line under
     the table says which and how to see them."""
     give = give or [0] * len(cols)
+    cols = [inert(c) for c in cols]  # a `logan sql` PIVOT names columns after log content
     cells = [[inert(v) for v in row] for row in rows]
-    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(cols)]
+    widths = [max([cell_len(c), *(cell_len(r[i]) for r in cells)]) for i, c in enumerate(cols)]
     keep = _chosen(cols, give, fit)
     hidden: list[str] = []
-    # rich's default box: a column is its text, a space each side and a rule
-    table_width = lambda shown: sum(widths[i] + 3 for i in shown) + 1  # noqa: E731
-    while not fit.wide and table_width(keep) > out.width:
+    while not fit.wide and _table_width(widths, keep) > out.width:
         droppable = [i for i in keep if give[i] > 0]
         if not droppable:
             break  # the text columns fold to fit
         drop = max(droppable, key=lambda i: (give[i], i))
         keep.remove(drop)
         hidden.append(cols[drop])
-    t = Table(show_lines=False)
-    for i in keep:
-        if left[i]:
-            t.add_column(Text(cols[i]), overflow="fold")
-        else:
-            t.add_column(Text(cols[i]), justify="right", no_wrap=True, min_width=widths[i])
-    for row in cells:
-        t.add_row(*[Text(row[i]) for i in keep])
-    if fit.wide:  # as wide as the table, not cropped to the terminal
-        out.print(t, width=max(out.width, table_width(keep)), crop=False)
+    if fit.wide or _table_width(widths, keep) <= out.width:
+        _print_ruled(
+            [cols[i] for i in keep],
+            [[r[i] for i in keep] for r in cells],
+            [widths[i] for i in keep],
+            [left[i] for i in keep],
+        )
     else:
-        out.print(t)
+        out.print(_folding_table(cols, cells, left, widths, keep))
     notes = [footer] if footer else []
     if hidden:
         notes.append(
@@ -113,6 +111,61 @@ def print_table(
         )
     for note in notes:
         out.print(Text(note, style="dim"))
+
+
+def _table_width(widths: list[int], shown: list[int]) -> int:
+    """What rich's default box makes of these columns: each its text, a space each side
+    and a rule, and the rule that closes the row."""
+    return sum(widths[i] + 3 for i in shown) + 1
+
+
+def _print_ruled(cols: list[str], cells: list[list[str]], widths: list[int], left: list[bool]) -> None:
+    """A table whose columns all fit, line by line as rich's Table draws it (its default
+    box, a bold header). rich lays a table out cell by cell: 58.6 s for the 60,775 rows of
+    `logan stats --by resource --top 0` on a realistic store, where nothing has to fold,
+    against 6.0 s in all so. (And rich's print never draws wider than the terminal, so
+    --wide squeezed the text columns to nothing on a narrow one.)"""
+    edges = [w + 2 for w in widths]
+    shape = box.HEAVY_HEAD
+
+    def line(texts: list[str]) -> str:
+        padded = (_pad(t, w, at_left) for t, w, at_left in zip(texts, widths, left, strict=True))
+        return "│ " + " │ ".join(padded) + " │"
+
+    header = Text(shape.get_top(edges) + "\n")
+    for name, width, at_left in zip(cols, widths, left, strict=True):
+        header.append(shape.head_left)
+        header.append(f" {_pad(name, width, at_left)} ", style="bold")  # the cell bold, as rich's
+    header.append(shape.head_right)
+    out.print(header, crop=False, no_wrap=True, overflow="ignore")
+    body = [
+        shape.get_row(edges, "head"),
+        *(line(row) for row in cells),
+        shape.get_bottom(edges),
+    ]
+    out.file.write("\n".join(body) + "\n")
+
+
+def _pad(text: str, width: int, at_left: bool) -> str:
+    if at_left:
+        return text + " " * (width - cell_len(text))
+    text = text.rstrip()  # as rich's right justification
+    return " " * (width - cell_len(text)) + text
+
+
+def _folding_table(
+    cols: list[str], cells: list[list[str]], left: list[bool], widths: list[int], keep: list[int]
+) -> Table:
+    """rich's Table where text columns must fold to fit the terminal."""
+    t = Table(show_lines=False)
+    for i in keep:
+        if left[i]:
+            t.add_column(Text(cols[i]), overflow="fold")
+        else:
+            t.add_column(Text(cols[i]), justify="right", no_wrap=True, min_width=widths[i])
+    for row in cells:
+        t.add_row(*[Text(row[i]) for i in keep])
+    return t
 
 
 def _chosen(cols: list[str], give: list[int], fit: Fit) -> list[int]:
