@@ -178,3 +178,34 @@ def test_a_cut_answer_works_out_the_top_groups_over_their_rows_alone() -> None:
     near = p99[p99 >= second * (1 - 1e-9)]
     assert len(near) >= 2
     assert con.execute(shown_rows).fetchall() == [(int(totals.loc[near.index, "size"].sum()),)]
+
+
+@pytest.mark.parametrize("by", ["resource", "indirector"])
+@pytest.mark.parametrize("sort", ["count", "avg", "max", "p95", "p99", "total"])
+def test_the_headline_names_the_most_server_time_whatever_the_sort(by: str, sort: str) -> None:
+    """The headline's group comes from the same ranking and answer as the table (a cut one
+    for a many-valued column, a whole one otherwise): the group pandas finds the most
+    server time in, with its share, requests and p99 as the table sorted by total says,
+    where that group is far below the top rows of the table shown."""
+    frame = _requests(6_000, seed=13)
+    rng = np.random.default_rng(13)
+    frame["resource"] = rng.choice(np.array([f"node{i}" for i in range(200)], dtype=object), len(frame))
+    busy = frame.index[:3_000]  # many quick requests: the most time, the lowest p99 and avg
+    frame.loc[busy, ["resource", "indirector", "duration_us"]] = ["busy", "status", 90_000]
+    con = open_store(None).con
+    append_requests(con, frame)
+    sums = frame.groupby(by, dropna=False)["duration_us"].sum()
+    lead = {"resource": "busy", "indirector": "status"}[by]
+    assert sums.idxmax() == lead
+    a = st.answer(con, [by], sort=sort, top=3, with_headline=True)
+    assert a.table.rows == st.stats_records(con, [by], sort=sort, top=3).rows
+    if sort not in ("total", "count"):
+        assert lead not in {r[by] for r in a.table.rows}
+    first = st.stats_records(con, [by], sort="total", top=None).rows[0]
+    assert first[by] == lead and first["total_us"] == sums.max()
+    label = " ".join(str(first[d]) for d in st.dimension_columns(by))
+    share = sums.max() / frame["duration_us"].sum()
+    p99 = st.format_us(np.percentile(frame.loc[frame[by] == lead, "duration_us"], 99))
+    assert (
+        a.headline.splitlines()[1] == f"{label}: {share:.0%} of all server time, 3,000 requests, p99 {p99}."
+    )

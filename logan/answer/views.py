@@ -314,8 +314,28 @@ def order_by(keys: Sequence[tuple[str, bool]]) -> str:
     return ", ".join(f"{c} {'DESC' if desc else 'ASC'} NULLS LAST" for c, desc in keys)
 
 
-def ordered(sql: str, keys: Sequence[tuple[str, bool]], top: int | None) -> tuple[str, list]:
-    """The rows of `sql` ordered by (column, descending) keys, NULLs last, cut to `top`."""
+# ordered() with a lead: the rank of each row kept, and whether it is the lead's first row.
+RANK, LEAD = "__rank", "__lead"
+
+
+def ordered(
+    sql: str,
+    keys: Sequence[tuple[str, bool]],
+    top: int | None,
+    lead: Sequence[tuple[str, bool]] | None = None,
+) -> tuple[str, list]:
+    """The rows of `sql` ordered by (column, descending) keys, NULLs last, cut to `top`.
+
+    With `lead` keys, also the row first by those (the headline's group, the most server
+    time, under a table sorted by p99), in the same pass: columns RANK and LEAD say which
+    rows are which, and that row comes last when the cut left it out."""
     limit, params = (" LIMIT ?", [top]) if top else ("", [])
     counted = f"*, count(*) OVER () AS {ROWS_BEFORE_TOP}"
-    return f"SELECT {counted} FROM (\n{sql}\n) AS ranked ORDER BY {order_by(keys)}{limit}", params
+    if lead is None:
+        return f"SELECT {counted} FROM (\n{sql}\n) AS ranked ORDER BY {order_by(keys)}{limit}", params
+    marked = (
+        f"SELECT {counted}, row_number() OVER (ORDER BY {order_by(keys)}) AS {RANK},"
+        f" row_number() OVER (ORDER BY {order_by(lead)}) = 1 AS {LEAD} FROM (\n{sql}\n) AS ranked"
+    )
+    cut = f" WHERE {RANK} <= ? OR {LEAD}" if top else ""
+    return f"SELECT * FROM ({marked}) AS marked{cut} ORDER BY {RANK}", params
