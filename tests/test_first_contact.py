@@ -262,6 +262,20 @@ def test_tables_fit_the_terminal_without_cutting_a_number(width):
     assert "bytes" in head and "p50" not in head
 
 
+def test_column_names_made_of_log_content_are_shown_as_text(tmp_path):
+    """A `logan sql` PIVOT names columns after values of the log: a terminal escape among
+    them is shown escaped in the table's header, as in its cells, not obeyed or dropped."""
+    db = str(tmp_path / "p.duckdb")
+    assert logan("ingest", str(PUPPET), "--db", db).returncode == 0
+    evil = "CASE WHEN line_no = 1 THEN 'x' || chr(27) || ']0;pwned' || chr(7) ELSE 'ok' END"
+    query = f"PIVOT (SELECT {evil} AS k FROM requests WHERE line_no <= 3) ON k USING count(*)"
+    table = logan("sql", "--db", db, query)
+    assert table.returncode == 0, table.stderr
+    header = next(x for x in table.stdout.splitlines() if x.startswith("┃"))
+    assert "x\\x1b]0;pwned\\x07" in header and "ok" in header
+    assert "\x1b" not in table.stdout and "\x07" not in table.stdout
+
+
 def test_top_says_what_it_cut_and_data_outputs_keep_every_row():
     all_json = json.loads(logan("stats", str(PUPPET), "--by", "requester", "-o", "json").stdout)
     table = logan("stats", str(PUPPET), "--by", "requester").stdout
