@@ -113,7 +113,9 @@ def test_stats_answer_where_holding_every_time_runs_out_of_memory(tmp_path: Path
 def test_the_part_is_spliced_with_only_whitelisted_names() -> None:
     sql = query_sql("by_dimension", ["environment", "route"])
     assert "{" not in re.sub(r"--[^\n]*", "", sql)  # every slot filled
-    assert "PARTITION BY environment, method, route, timer" in sql
+    assert "PARTITION BY gid, timer" in sql  # the groups numbered, joined on their columns
+    assert "SELECT DISTINCT environment, method, route, 1 AS one" in sql
+    assert "s.route IS NOT DISTINCT FROM k.route" in sql
     assert "p.environment IS NOT DISTINCT FROM g.environment" in sql
     part = (queries_dir() / "parts" / "timer_percentiles.sql").read_text()
     assert "quantile_cont" not in re.sub(r"--[^\n]*", "", part)

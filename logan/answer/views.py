@@ -242,6 +242,7 @@ def with_parts(sql: str, cols: Sequence[str]) -> str:
         part.replace("{groups}", "".join(f"{c}, " for c in cols))
         .replace("{group_by}", f"GROUP BY {', '.join(cols)}" if cols else "")
         .replace("{source}", source)
+        .replace("{keyed_on}", same_group("s", "k", cols))
     )
     sql = sql[: found.start()] + part.strip() + sql[found.end() :]
     same = same_group("p", "g", cols)
