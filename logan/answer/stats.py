@@ -188,10 +188,11 @@ def _table(
     filters: dict,
     slo_us: int | None,
     lead: bool,
-) -> tuple[Records, dict | None]:
-    """stats_records(), and with `lead` (when it is not sorted by total) the first row by
-    total as well, the headline's group, from the same ranking and answer: a second answer
-    sorted by total took 3 of the 7 s of a p99-sorted one over 7.1 M thumbnail files."""
+) -> tuple[Records, Records | None]:
+    """stats_records(), and with `lead` the headline's group as well: the first row by
+    total, the table's own when it is sorted by total, else from the same ranking and
+    answer (a second answer sorted by total took 3 of the 7 s of a p99-sorted one over
+    7.1 M thumbnail files)."""
     dims = dimension_columns(by)
     where, params = filter_sql(filters)
     keys = _keys(sort, dims)
@@ -210,9 +211,8 @@ def _table(
     finally:
         if shown is not None:
             con.execute(f"DROP TABLE {SHOWN_TABLE}")
-    first = None
     if by_total is not None:
-        first = next((r for r in found.rows if r[LEAD]), None)
+        leading = Records(found.columns, found.types, [r for r in found.rows if r[LEAD]])
         found.rows = [r for r in found.rows if not top or r[RANK] <= top]
     if shown is None:
         absent = [t for t in TIMERS if not found.rows or not found.rows[0][f"__{t}_groups"]]
@@ -220,11 +220,11 @@ def _table(
         absent = [t for t in TIMERS if t not in shown.timers]
         found.total = shown.groups
     drop = [f"__{t}_groups" for t in TIMERS] + [f"{t}_{c}" for t in absent for c in STAT_COLUMNS]
-    if by_total is not None:
-        drop += [RANK, LEAD]
-    if first is not None:
-        first = {c: v for c, v in first.items() if c not in drop}
-    return found.without(drop), first
+    if by_total is None:
+        table = found.without(drop)
+        return table, table if lead else None
+    drop += [RANK, LEAD]
+    return found.without(drop), leading.without(drop)
 
 
 # --- Public API -----------------------------------------------------------------------------
@@ -443,12 +443,10 @@ def answer(
     check_options(by, sort, view, slo_us)
     if view is not None:
         return Answer(named_records(con, view, by=by, top=top, slo_us=slo_us, **filters))
-    table, first = _table(con, by, sort, top, filters, slo_us, lead=with_headline)
+    table, lead = _table(con, by, sort, top, filters, slo_us, lead=with_headline)
     if not with_headline:
         return Answer(table)
     totals = summary(con, **filters)
-    # the headline names the table's first group when it is sorted by total time
-    lead = table if sort == "total" else Records(table.columns, table.types, [first] if first else [])
     head = headline(con, by=by, table=lead, totals=totals, **filters)
     note = window_note(con, **filters)
     return Answer(table, f"{head}\n{note}" if note else head, totals["requests"])
